@@ -1,0 +1,95 @@
+# lws-operator. `make help` lists the targets. Everything installs what it needs itself:
+# a virtualenv in .venv (Python packages from PyPI) and the control-plane binaries, built with
+# the machine's Go from the Go module proxy into ~/.cache/lws-operator (outside the repository).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+LOCAL := .local
+KUBECONFIG_LOCAL := $(LOCAL)/kubeconfig
+CLUSTER := $(PY) -m lws_operator.cluster --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+##@ Main
+
+.PHONY: run
+run: $(STAMP) ## Run the local cluster (simulated GPU nodes) in the foreground until Ctrl-C
+	@if [ -n "$$KUBECONFIG" ] && [ "$$(realpath -m "$$KUBECONFIG")" != "$$(realpath -m $(KUBECONFIG_LOCAL))" ]; then \
+	  echo "KUBECONFIG points at a cluster ($$KUBECONFIG): not starting the local one."; \
+	  echo "Unset KUBECONFIG to run the local cluster."; \
+	else \
+	  $(PY) -m lws_operator.cluster build >/dev/null && $(CLUSTER) run; \
+	fi
+
+.PHONY: test
+test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+##@ Development
+
+.PHONY: venv
+venv: $(STAMP) ## Create .venv and install the package with its dev dependencies
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python >= 3.11 is needed (found " + sys.version.split()[0] + ")")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	@touch $@
+
+.PHONY: lint
+lint: $(STAMP) ## ruff (lint and format check)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+.PHONY: fmt
+fmt: $(STAMP) ## Format and fix what ruff can
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+.PHONY: typecheck
+typecheck: $(STAMP) ## mypy --strict on the package
+	$(VENV)/bin/mypy --strict lws_operator
+
+.PHONY: test-unit
+test-unit: $(STAMP) ## Unit and property tests only (no cluster)
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+.PHONY: test-cluster
+test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)
+	$(PY) -m pytest tests/cluster $(PYTEST_ARGS)
+
+##@ Local cluster
+
+.PHONY: cluster-bins
+cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold)
+	$(PY) -m lws_operator.cluster build
+
+.PHONY: cluster-bins-unless-external
+cluster-bins-unless-external: $(STAMP)
+	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then $(PY) -m lws_operator.cluster build; fi
+
+.PHONY: cluster-up
+cluster-up: cluster-bins ## Start the local cluster in the background; kubeconfig: .local/kubeconfig
+	$(CLUSTER) up
+
+.PHONY: cluster-down
+cluster-down: $(STAMP) ## Stop the background local cluster
+	$(CLUSTER) down
+
+.PHONY: cluster-status
+cluster-status: $(STAMP) ## Is the background local cluster running?
+	$(CLUSTER) status
+
+.PHONY: clean
+clean: ## Remove the virtualenv and local state (not the binary cache)
+	-@[ -x $(PY) ] && $(CLUSTER) down >/dev/null 2>&1 || true
+	rm -rf $(VENV) $(LOCAL) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,129 @@
+"""``python -m lws_operator.cluster up|down|status|run|build``: the local cluster from a shell.
+
+``up`` starts a detached cluster and returns; ``down`` stops it; ``run`` keeps one in the
+foreground until Ctrl-C. The admin kubeconfig is written to ``--kubeconfig`` (the Makefile
+passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from lws_operator.cluster import binaries
+from lws_operator.cluster.local import (
+    ClusterConfig,
+    ClusterError,
+    LocalCluster,
+    running_components,
+    stop_detached,
+)
+from lws_operator.cluster.nodes import NodeShape
+
+DEFAULT_STATE = Path(".local/cluster")
+DEFAULT_KUBECONFIG = Path(".local/kubeconfig")
+
+
+def _config(args: argparse.Namespace, *, detached: bool) -> ClusterConfig:
+    return ClusterConfig(
+        state_dir=args.state_dir,
+        nodes=NodeShape(count=args.nodes, gpus=args.gpus),
+        apiserver_port=args.port,
+        kubeconfig_out=args.kubeconfig,
+        audit_log=args.audit_log,
+        die_with_parent=not detached,
+    )
+
+
+def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
+    n = cluster.config.nodes
+    return (
+        f"local cluster up in {cluster.started_seconds:.1f}s: {cluster.server}, "
+        f"{n.count} kwok nodes with {n.gpus} nvidia.com/gpu each\n"
+        f"  export KUBECONFIG={kubeconfig.resolve()}\n"
+        f"  kubectl get nodes        # kubectl v1.36 is at {binaries.bin_dir() / 'kubectl'}\n"
+        f"  logs: {cluster.log_dir}"
+    )
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    print(binaries.ensure_binaries())
+    return 0
+
+
+def _already_running(args: argparse.Namespace) -> bool:
+    if running := running_components(args.state_dir):
+        names = ", ".join(running)
+        print(f"a local cluster is already running ({names}); `make cluster-down` first")
+        return True
+    return False
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    if _already_running(args):
+        return 1
+    cluster = LocalCluster(_config(args, detached=True))
+    cluster.start()
+    print(_banner(cluster, args.kubeconfig))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    stopped = stop_detached(args.state_dir)
+    print(f"stopped: {', '.join(stopped)}" if stopped else "no local cluster was running")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    running = running_components(args.state_dir)
+    print(f"running: {', '.join(running)}" if running else "not running")
+    return 0 if running else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if _already_running(args):
+        return 1
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with LocalCluster(_config(args, detached=False)) as cluster:
+        print(_banner(cluster, args.kubeconfig))
+        print("Ctrl-C stops it.", flush=True)
+        while not stop.wait(timeout=1.0):
+            if dead := cluster.dead_components():
+                print(f"component(s) exited: {', '.join(dead)}; stopping", file=sys.stderr)
+                return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lws_operator.cluster")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, fn in (
+        ("build", cmd_build),
+        ("up", cmd_up),
+        ("down", cmd_down),
+        ("status", cmd_status),
+        ("run", cmd_run),
+    ):
+        p = sub.add_parser(name)
+        p.set_defaults(fn=fn)
+        p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
+        p.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG)
+        p.add_argument("--nodes", type=int, default=NodeShape.count)
+        p.add_argument("--gpus", type=int, default=NodeShape.gpus, help="GPUs per node")
+        p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: free)")
+        p.add_argument("--audit-log", action="store_true", help="write the apiserver audit log")
+    args = parser.parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except (ClusterError, binaries.BinariesError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

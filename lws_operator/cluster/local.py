@@ -1,0 +1,661 @@
+"""The local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and kwok as processes on 127.0.0.1, with simulated GPU nodes.
+
+One class owns it: :class:`LocalCluster`. It is used by the tests (a session fixture), by
+``make run`` and by ``make cluster-up``/``cluster-down`` (through ``python -m
+lws_operator.cluster``). Everything it makes lives in one state directory: PKI, kubeconfigs,
+logs and ``state.json`` (the PIDs, so a detached cluster can be stopped from another process);
+etcd's data lives on tmpfs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import select
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lws_operator.cluster import binaries, pki
+from lws_operator.cluster.nodes import NodeShape, fake_nodes
+from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.paths import resource_path
+from lws_operator.kube.wait import Objects, WaitTimeout, wait_for_objects
+
+HERE = Path(__file__).resolve().parent
+FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
+RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+# What LWS needs (StatefulSets, garbage collection, namespaces, service accounts, endpoints),
+# plus what tests of failures and gangs use (node lifecycle and taint eviction for lost nodes,
+# pod GC, disruption budgets, PodGroup protection) and what kubectl users expect.
+KCM_CONTROLLERS = ",".join(
+    [
+        "statefulset-controller",
+        "garbage-collector-controller",
+        "namespace-controller",
+        "serviceaccount-controller",
+        "serviceaccount-token-controller",
+        "endpoints-controller",
+        "endpointslice-controller",
+        "endpointslice-mirroring-controller",
+        "replicaset-controller",
+        "deployment-controller",
+        "job-controller",
+        "pod-garbage-collector-controller",
+        "disruption-controller",
+        "node-lifecycle-controller",
+        "taint-eviction-controller",
+        "root-ca-certificate-publisher-controller",
+        "clusterrole-aggregation-controller",
+        "podgroup-protection-controller",
+    ]
+)
+START_TIMEOUT = 120.0
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or stopped; the message is one line naming the cause,
+    optionally followed by the tail of a component's log."""
+
+
+@dataclass(frozen=True)
+class User:
+    """A static-token identity. Users outside system:masters are bound to cluster-admin, so
+    API Priority and Fairness and the audit log can tell their requests apart."""
+
+    name: str
+    kubeconfig: str
+    groups: tuple[str, ...] = ()
+
+
+USERS = (
+    User("admin", "admin.kubeconfig", ("system:masters",)),
+    User("system:kube-controller-manager", "kcm.kubeconfig", ("system:masters",)),
+    User("system:kube-scheduler", "scheduler.kubeconfig", ("system:masters",)),
+    User("kwok", "kwok.kubeconfig", ("system:masters",)),
+    User("lws-operator", "operator.kubeconfig"),
+    User("lws-upstream", "upstream.kubeconfig"),
+)
+
+
+@dataclass
+class ClusterConfig:
+    state_dir: Path
+    nodes: NodeShape = field(default_factory=NodeShape)
+    # Client QPS of kube-controller-manager and kube-scheduler: high enough that neither is the
+    # bottleneck of StatefulSet pod creation and binding (their defaults are 20 and 50).
+    kcm_qps: int = 1000
+    kcm_burst: int = 2000
+    scheduler_qps: int = 1000
+    scheduler_burst: int = 2000
+    apiserver_port: int | None = None  # None: any free port
+    audit_log: bool = False
+    # Also write the admin kubeconfig here (a stable path for users and tools).
+    kubeconfig_out: Path | None = None
+    # Tie the components' lives to this process (tests); False for a detached cluster.
+    die_with_parent: bool = True
+    # Extra command-line flags per component name (e.g. "kube-apiserver"), appended last.
+    extra_args: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_busy(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _set_pdeathsig() -> None:
+    # Runs in the child before exec: SIGTERM the component when its parent dies.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class LocalCluster:
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        self.state_dir = config.state_dir.resolve()
+        self.pki_dir = self.state_dir / "pki"
+        self.log_dir = self.state_dir / "logs"
+        self.etcd_dir = Path("/dev/shm") / f"lws-etcd-{secrets.token_hex(6)}"
+        self.procs: list[_Proc] = []
+        self.ports: dict[str, int] = {}
+        self.tokens: dict[str, str] = {}
+        self.started_seconds = 0.0
+
+    # ---- paths ------------------------------------------------------------------------------
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    def kubeconfig(self, user: str = "admin") -> Path:
+        return self.state_dir / next(u.kubeconfig for u in USERS if u.name == user)
+
+    @property
+    def audit_log_path(self) -> Path:
+        return self.state_dir / "audit.log"
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start every component and wait until the cluster can run pods. On any failure, stop
+        what was started and raise ClusterError."""
+        t0 = time.monotonic()
+        bins = binaries.ensure_binaries()
+        if self.state_dir.exists():
+            shutil.rmtree(self.state_dir)
+        for d in (self.pki_dir, self.log_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        try:
+            self._pick_ports()
+            self._write_pki_and_kubeconfigs()
+            deadline = time.monotonic() + START_TIMEOUT
+            self._start_etcd(bins)
+            self._wait_http("etcd", f"http://127.0.0.1:{self.ports['etcd']}/health", deadline)
+            self._start_apiserver(bins)
+            self._wait_http("kube-apiserver", f"{self.server}/readyz", deadline, auth=True)
+            self._start_kcm(bins)
+            self._start_scheduler(bins)
+            self._start_kwok(bins)
+            self._write_state()
+            asyncio.run(self._bootstrap(deadline))
+            self._wait_http(
+                "kube-scheduler", f"https://127.0.0.1:{self.ports['scheduler']}/healthz", deadline
+            )
+        except BaseException:
+            self.stop()
+            raise
+        self.started_seconds = time.monotonic() - t0
+
+    def stop(self) -> None:
+        """Stop every component (SIGTERM, then SIGKILL), clients before the servers they use,
+        so that kube-apiserver does not wait on a stopped etcd; then remove etcd's data."""
+        for p in reversed(self.procs):
+            if p.popen.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.popen.pid, signal.SIGTERM)
+            try:
+                p.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.popen.pid, signal.SIGKILL)
+                p.popen.wait(timeout=10)
+        self.procs.clear()
+        shutil.rmtree(self.etcd_dir, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self.state_dir / "state.json").unlink()
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def dead_components(self) -> list[str]:
+        return [p.name for p in self.procs if p.popen.poll() is not None]
+
+    # ---- set-up -----------------------------------------------------------------------------
+    def _pick_ports(self) -> None:
+        want = self.config.apiserver_port
+        if want is not None and port_busy(want):
+            raise ClusterError(f"port {want} on 127.0.0.1 is busy: cannot start kube-apiserver")
+        names = ("etcd", "etcd-peer", "kcm", "scheduler", "kwok")
+        self.ports = {n: free_port() for n in names}
+        self.ports["apiserver"] = want or free_port()
+
+    def _write_pki_and_kubeconfigs(self) -> None:
+        ca = pki.make_ca("lws-local-ca")
+        ca.write(self.pki_dir / "ca.crt", self.pki_dir / "ca.key")
+        serving = pki.issue_cert(
+            ca,
+            "kube-apiserver",
+            dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+            ip_addresses=("127.0.0.1", "10.96.0.1"),
+        )
+        serving.write(self.pki_dir / "apiserver.crt", self.pki_dir / "apiserver.key")
+        sa_key, sa_pub = pki.make_signing_key()
+        (self.pki_dir / "sa.key").write_bytes(sa_key)
+        (self.pki_dir / "sa.pub").write_bytes(sa_pub)
+        rows = []
+        for i, user in enumerate(USERS, start=1):
+            token = secrets.token_hex(16)
+            self.tokens[user.name] = token
+            groups = ",".join(user.groups)
+            rows.append(
+                f'{token},{user.name},{i},"{groups}"' if groups else f"{token},{user.name},{i}"
+            )
+            self._write_kubeconfig(self.state_dir / user.kubeconfig, user.name, token)
+        tokens = self.pki_dir / "tokens.csv"
+        tokens.write_text("\n".join(rows) + "\n")
+        tokens.chmod(0o600)
+        if self.config.kubeconfig_out is not None:
+            out = self.config.kubeconfig_out
+            out.parent.mkdir(parents=True, exist_ok=True)
+            self._write_kubeconfig(out, "admin", self.tokens["admin"])
+
+    def _write_kubeconfig(self, path: Path, user: str, token: str) -> None:
+        ca = str(self.pki_dir / "ca.crt")
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "lws-local",
+                    "cluster": {"server": self.server, "certificate-authority": ca},
+                }
+            ],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "lws-local", "context": {"cluster": "lws-local", "user": user}}],
+            "current-context": "lws-local",
+        }
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        path.chmod(0o600)
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        argv = argv + self.config.extra_args.get(name, [])
+        log = self.log_dir / f"{name}.log"
+        with open(log, "ab") as out:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig if self.config.die_with_parent else None,
+            )
+        self.procs.append(_Proc(name, popen, log))
+
+    def _start_etcd(self, bins: Path) -> None:
+        port, peer = self.ports["etcd"], self.ports["etcd-peer"]
+        self._spawn(
+            "etcd",
+            [
+                str(bins / "etcd"),
+                "--name=node0",
+                f"--data-dir={self.etcd_dir}",
+                f"--listen-client-urls=http://127.0.0.1:{port}",
+                f"--advertise-client-urls=http://127.0.0.1:{port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=node0=http://127.0.0.1:{peer}",
+                "--auto-compaction-retention=1",
+                "--quota-backend-bytes=8589934592",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+
+    def _start_apiserver(self, bins: Path) -> None:
+        p = self.pki_dir
+        argv = [
+            str(bins / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.ports['apiserver']}",
+            f"--tls-cert-file={p / 'apiserver.crt'}",
+            f"--tls-private-key-file={p / 'apiserver.key'}",
+            f"--client-ca-file={p / 'ca.crt'}",
+            f"--token-auth-file={p / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer={self.server}",
+            f"--service-account-key-file={p / 'sa.pub'}",
+            f"--service-account-signing-key-file={p / 'sa.key'}",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--allow-privileged=true",
+            # The `kubernetes` Service cannot point at 127.0.0.1; nothing in-cluster needs it.
+            "--endpoint-reconciler-type=none",
+            f"--feature-gates={FEATURE_GATES}",
+            f"--runtime-config={RUNTIME_CONFIG}",
+            f"--cert-dir={self.state_dir / 'apiserver-certs'}",
+        ]
+        if self.config.audit_log:
+            policy = self.state_dir / "audit-policy.yaml"
+            policy.write_text(
+                yaml.safe_dump(
+                    {
+                        "apiVersion": "audit.k8s.io/v1",
+                        "kind": "Policy",
+                        "omitStages": ["RequestReceived"],
+                        "rules": [{"level": "Metadata"}],
+                    }
+                )
+            )
+            argv += [
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log_path}",
+                "--audit-log-mode=batch",
+            ]
+        self._spawn("kube-apiserver", argv)
+
+    def _component_auth(self, kubeconfig: Path) -> list[str]:
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+        ]
+
+    def _start_kcm(self, bins: Path) -> None:
+        p = self.pki_dir
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                *self._component_auth(self.kubeconfig("system:kube-controller-manager")),
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.ports['kcm']}",
+                f"--cert-dir={self.state_dir / 'kcm-certs'}",
+                f"--service-account-private-key-file={p / 'sa.key'}",
+                f"--root-ca-file={p / 'ca.crt'}",
+                "--use-service-account-credentials=false",
+                f"--controllers={KCM_CONTROLLERS}",
+                f"--kube-api-qps={self.config.kcm_qps}",
+                f"--kube-api-burst={self.config.kcm_burst}",
+                f"--feature-gates={FEATURE_GATES}",
+            ],
+        )
+
+    def _start_scheduler(self, bins: Path) -> None:
+        kubeconfig = self.kubeconfig("system:kube-scheduler")
+        cfg = self.state_dir / "scheduler-config.yaml"
+        cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "leaderElection": {"leaderElect": False},
+                    "clientConnection": {
+                        "kubeconfig": str(kubeconfig),
+                        "qps": self.config.scheduler_qps,
+                        "burst": self.config.scheduler_burst,
+                    },
+                }
+            )
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(bins / "kube-scheduler"),
+                f"--config={cfg}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.ports['scheduler']}",
+                f"--cert-dir={self.state_dir / 'scheduler-certs'}",
+                f"--feature-gates={FEATURE_GATES}",
+            ],
+        )
+
+    def _start_kwok(self, bins: Path) -> None:
+        self._spawn(
+            "kwok",
+            [
+                str(bins / "kwok"),
+                f"--kubeconfig={self.kubeconfig('kwok')}",
+                f"--config={HERE / 'kwok-stages.yaml'}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--manage-nodes-with-label-selector=",
+                "--manage-single-node=",
+                "--cidr=10.0.0.0/16",
+                "--node-ip=10.0.0.1",
+                "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{self.ports['kwok']}",
+            ],
+        )
+
+    def _write_state(self) -> None:
+        state = {
+            "server": self.server,
+            "ports": self.ports,
+            "etcd_dir": str(self.etcd_dir),
+            "procs": [
+                {"name": p.name, "pid": p.popen.pid, "argv0": str(p.popen.args[0])}  # type: ignore[index]
+                for p in self.procs
+            ],
+        }
+        (self.state_dir / "state.json").write_text(json.dumps(state, indent=2))
+
+    # ---- waiting ----------------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        for p in self.procs:
+            rc = p.popen.poll()
+            if rc is not None:
+                raise ClusterError(_death_message(p.name, rc, p.log))
+
+    def _wait_http(self, name: str, url: str, deadline: float, *, auth: bool = False) -> None:
+        """Wait until ``url`` answers 200. Health endpoints have no watch, so this retries with
+        a short, growing back-off; a component that dies fails the wait at once."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        headers = {"Authorization": f"Bearer {self.tokens['admin']}"} if auth else {}
+        delay = 0.05
+        last = ""
+        while True:
+            self._check_alive()
+            try:
+                req = urllib.request.Request(url, headers=headers)
+                with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
+                    if resp.status == 200:
+                        return
+                    last = f"HTTP {resp.status}"
+            except urllib.error.HTTPError as e:
+                last = f"HTTP {e.code}"
+            except (OSError, urllib.error.URLError) as e:
+                last = str(e)
+            if time.monotonic() > deadline:
+                proc = next((p for p in self.procs if p.name == name), None)
+                tail = f"\n{_tail(proc.log)}" if proc else ""
+                raise ClusterError(f"{name} not ready at {url} in time (last: {last}){tail}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    async def _bootstrap(self, deadline: float) -> None:
+        """Identities, fake nodes; then wait (by watches) until nodes are Ready and the
+        controller manager has made the default ServiceAccount."""
+        async with await Kube.connect(self.kubeconfig("admin")) as kube:
+            for user in USERS:
+                if user.groups:
+                    continue
+                await _create_ignore_exists(
+                    kube,
+                    resource_path("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+                    {
+                        "apiVersion": "rbac.authorization.k8s.io/v1",
+                        "kind": "ClusterRoleBinding",
+                        "metadata": {"name": f"local-{user.name}-cluster-admin"},
+                        "roleRef": {
+                            "apiGroup": "rbac.authorization.k8s.io",
+                            "kind": "ClusterRole",
+                            "name": "cluster-admin",
+                        },
+                        "subjects": [
+                            {
+                                "apiGroup": "rbac.authorization.k8s.io",
+                                "kind": "User",
+                                "name": user.name,
+                            }
+                        ],
+                    },
+                )
+            for node in fake_nodes(self.config.nodes):
+                await _create_ignore_exists(kube, resource_path("v1", "nodes"), node)
+            want = self.config.nodes.count
+            await self._await_watch(
+                kube,
+                resource_path("v1", "nodes"),
+                lambda objs: sum(1 for o in objs.values() if _node_ready(o)) >= want,
+                f"{want} Ready nodes (kwok)",
+                deadline,
+            )
+            await self._await_watch(
+                kube,
+                resource_path("v1", "serviceaccounts", namespace="default"),
+                lambda objs: "default/default" in objs,
+                "the default ServiceAccount (kube-controller-manager)",
+                deadline,
+            )
+
+    async def _await_watch(
+        self,
+        kube: Kube,
+        path: str,
+        done: Callable[[Objects], bool],
+        what: str,
+        deadline: float,
+    ) -> None:
+        """wait_for_objects, but a component that dies meanwhile fails the start at once
+        (noticed through pidfds: no polling)."""
+        loop = asyncio.get_running_loop()
+        died: asyncio.Future[None] = loop.create_future()
+
+        def on_exit() -> None:
+            if not died.done():
+                died.set_result(None)
+
+        fds = []
+        for p in self.procs:
+            fd = os.pidfd_open(p.popen.pid)
+            fds.append(fd)
+            loop.add_reader(fd, on_exit)
+        timeout = max(1.0, deadline - time.monotonic())
+        waiter = asyncio.ensure_future(
+            wait_for_objects(kube, path, done, timeout=timeout, what=what)
+        )
+        try:
+            self._check_alive()
+            pending: set[asyncio.Future[Any]] = {waiter, died}
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for fd in fds:
+                loop.remove_reader(fd)
+                os.close(fd)
+            waiter.cancel()
+            await asyncio.gather(waiter, return_exceptions=True)
+        if died.done():
+            self._check_alive()
+        try:
+            waiter.result()
+        except WaitTimeout as e:
+            raise ClusterError(str(e)) from None
+
+
+def _death_message(name: str, rc: int, log: Path) -> str:
+    text = _tail(log)
+    if "address already in use" in text:
+        return f"{name} could not bind its port: address already in use (see {log})"
+    return f"{name} exited with code {rc} during start-up; last lines of {log}:\n{text}"
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conds = node.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+async def _create_ignore_exists(kube: Kube, path: str, body: dict[str, Any]) -> None:
+    try:
+        await kube.create(path, body)
+    except ApiError as e:
+        if e.status != 409:
+            raise
+
+
+# ---- a detached cluster, found again through its state directory -----------------------------
+def read_state(state_dir: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads((state_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data
+
+
+def _pid_runs(pid: int, argv0: str) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return False
+    return cmdline == argv0
+
+
+def running_components(state_dir: Path) -> list[str]:
+    state = read_state(state_dir) or {}
+    return [p["name"] for p in state.get("procs", []) if _pid_runs(p["pid"], p["argv0"])]
+
+
+def stop_detached(state_dir: Path, timeout: float = 15.0) -> list[str]:
+    """Stop a cluster started by another process; returns the components that were stopped."""
+    state = read_state(state_dir)
+    if state is None:
+        return []
+    procs = [p for p in state.get("procs", []) if _pid_runs(p["pid"], p["argv0"])]
+    for p in reversed(procs):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        # Not our child: no wait() is possible, so a pidfd tells when it has exited.
+        try:
+            fd = os.pidfd_open(p["pid"])
+        except ProcessLookupError:
+            continue
+        try:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p["pid"], signal.SIGKILL)
+                select.select([fd], [], [], 5.0)
+        finally:
+            os.close(fd)
+    shutil.rmtree(state.get("etcd_dir", "/nonexistent"), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        (state_dir / "state.json").unlink()
+    return [p["name"] for p in procs]
+
+
+@contextlib.contextmanager
+def local_cluster(config: ClusterConfig) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(config)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,0 +1,1 @@
+"""Thin async access to the Kubernetes API: objects in and out as plain dicts."""
