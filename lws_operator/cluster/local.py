@@ -32,7 +32,8 @@ from typing import Any
 
 import yaml
 
-from lws_operator.cluster import binaries, pki
+from lws_operator import pki
+from lws_operator.cluster import binaries
 from lws_operator.cluster.nodes import NodeShape, fake_nodes
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
@@ -43,7 +44,8 @@ FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
 RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
 # What LWS needs (StatefulSets, garbage collection, namespaces, service accounts, endpoints),
 # plus what tests of failures and gangs use (node lifecycle and taint eviction for lost nodes,
-# pod GC, disruption budgets, PodGroup protection) and what kubectl users expect.
+# pod GC, disruption budgets, PodGroup protection), the type checking of the LWS admission
+# policy, and what kubectl users expect.
 KCM_CONTROLLERS = ",".join(
     [
         "statefulset-controller",
@@ -64,6 +66,7 @@ KCM_CONTROLLERS = ",".join(
         "root-ca-certificate-publisher-controller",
         "clusterrole-aggregation-controller",
         "podgroup-protection-controller",
+        "validatingadmissionpolicy-status-controller",
     ]
 )
 START_TIMEOUT = 120.0

@@ -98,10 +98,11 @@ class Kube:
         query: Mapping[str, str | int | bool] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         request_timeout: Any = None,
     ) -> aiohttp.ClientResponse:
         params = [(k, _query_value(v)) for k, v in (query or {}).items()]
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        headers = {"Content-Type": content_type, "Accept": accept}
         resp: aiohttp.ClientResponse = await self._api.call_api(
             path,
             method,
@@ -126,14 +127,17 @@ class Kube:
         query: Mapping[str, str | int | bool] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         request_timeout: float | None = 60,
     ) -> JsonObj:
+        """One request; ``accept`` may ask for another representation (e.g. a Table)."""
         resp = await self._send(
             method,
             path,
             query=query,
             body=body,
             content_type=content_type,
+            accept=accept,
             request_timeout=request_timeout,
         )
         try:
