@@ -1,0 +1,1 @@
+"""Pure planning: no I/O, no kopf, no Kubernetes client."""
