@@ -1,5 +1,5 @@
-"""Certificates and keys for the local control plane: a CA, serving certificates with IP and DNS
-names, and the service-account signing key pair. PEM bytes in, PEM bytes out."""
+"""Certificates and keys: a CA, serving and client certificates with IP and DNS names, and a
+signing key pair. Used by the local control plane and the webhook server. PEM bytes in and out."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -43,7 +44,7 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
 
 
-def make_ca(common_name: str) -> KeyPair:
+def make_ca(common_name: str, *, validity: datetime.timedelta = _VALIDITY) -> KeyPair:
     key = _key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
@@ -53,7 +54,7 @@ def make_ca(common_name: str) -> KeyPair:
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(_now())
-        .not_valid_after(_now() + _VALIDITY)
+        .not_valid_after(_now() + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -124,3 +125,26 @@ def make_signing_key() -> tuple[bytes, bytes]:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return _key_pem(key), public
+
+
+def not_after(cert_pem: bytes) -> datetime.datetime:
+    """When the (first) certificate in ``cert_pem`` expires."""
+    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+
+
+def is_signed_by(cert_pem: bytes, ca_pem: bytes) -> bool:
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+        cert.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_pem))
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def dns_names(cert_pem: bytes) -> list[str]:
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return list(san.get_values_for_type(x509.DNSName))

@@ -4,7 +4,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from lws_operator.cluster import pki
+from lws_operator import pki
 
 
 def test_serving_cert_is_signed_by_ca_and_names_its_addresses() -> None:
