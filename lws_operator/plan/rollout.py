@@ -1,0 +1,211 @@
+"""Rolling-update arithmetic: the leader StatefulSet's partition, replicas and maxUnavailable.
+
+Contract: upstream-contract.md 4.4 (cases, in order), 4.5 (partition), 4.3 (scale) and 3.1
+(the StatefulSet's own maxUnavailable). Groups are replaced from the highest index down: the
+StatefulSet controller recreates every leader at an index >= partition, and lowering the
+partition step by step is how availability is protected. Deliberate departures from upstream
+are marked "Fix:" and listed in docs/compatibility.md.
+
+Symbols follow the contract: R = spec.replicas, S = the leader StatefulSet's replicas,
+P = spec partition, U = maxUnavailable and M = maxSurge (both scaled on R).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_PERCENT = re.compile(r"[0-9]+%")
+
+
+def scaled_value(value: int | str, total: int, *, round_up: bool) -> int:
+    """An IntOrString scaled against ``total``, like apimachinery's
+    GetScaledValueFromIntOrPercent: an int as is, "N%" as N% of total rounded down or up."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"invalid IntOrString {value!r}: expected an integer or a percentage")
+    if total < 0:
+        raise ValueError(f"cannot scale {value!r} against a negative total ({total})")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"invalid IntOrString {value}: must be >= 0")
+        return value
+    if not _PERCENT.fullmatch(value):
+        raise ValueError(f"invalid IntOrString {value!r}: a string must be a percentage like '25%'")
+    product = int(value[:-1]) * total
+    return -(-product // 100) if round_up else product // 100
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """One leader index i in [0, S); a missing leader or worker sts is neither."""
+
+    ready: bool
+    updated: bool
+
+    @property
+    def done(self) -> bool:
+        return self.ready and self.updated
+
+
+@dataclass(frozen=True)
+class RolloutInput:
+    replicas: int
+    """R, spec.replicas."""
+    partition: int
+    """P, spec.rolloutStrategy.rollingUpdateConfiguration.partition."""
+    max_unavailable: int | str
+    max_surge: int | str
+    sts_exists: bool
+    sts_replicas: int
+    """S, the leader sts spec.replicas (0 when there is no sts)."""
+    sts_partition: int
+    """The leader sts's current partition (0 when there is none)."""
+    replicas_annotation: int | None
+    """The sts annotation leaderworkerset.sigs.k8s.io/replicas: R at the last apply. None when
+    missing or unparsable (upstream fails the reconcile; we treat it as "R changed", which only
+    clamps the partition for one pass, and the next apply rewrites it)."""
+    revision_changed: bool
+    """A new revision was created in this reconcile ("lwsUpdated")."""
+    states: Sequence[GroupState]
+    """One entry per index in [0, S)."""
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    partition: int
+    replicas: int
+    sts_max_unavailable: int
+    """The leader sts updateStrategy.rollingUpdate.maxUnavailable."""
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """maxUnavailable and maxSurge scaled on R (contract 4.4 "Symbols")."""
+
+    replicas: int
+    max_unavailable: int
+    max_surge: int
+
+    @property
+    def burst(self) -> int:
+        return self.replicas + self.max_surge
+
+    @property
+    def rolling_unavailable(self) -> int:
+        # Fix: when both scale to 0 (e.g. maxUnavailable 50% after /scale to R=1; the "must
+        # not be 0" check runs only on create and update of the LWS itself), upstream's
+        # rolling step is 0 and the rollout never moves. Like a Deployment, allow one.
+        if self.max_unavailable == 0 and self.max_surge == 0 and self.replicas > 0:
+            return 1
+        return self.max_unavailable
+
+    def want_replicas(self, unready: int) -> int:
+        """calculateRollingUpdateReplicas: full burst while many groups are unready, then
+        give surge back as the remaining unready groups fit within maxUnavailable."""
+        if unready <= self.max_surge:
+            return self.replicas + max(0, unready - self.max_unavailable)
+        return self.burst
+
+
+def _budget(inp: RolloutInput) -> _Budget:
+    r = inp.replicas
+    surge = min(scaled_value(inp.max_surge, r, round_up=True), r)  # no point in more than 2R
+    return _Budget(r, scaled_value(inp.max_unavailable, r, round_up=False), surge)
+
+
+def sts_max_unavailable(replicas: int, max_unavailable: int | str, max_surge: int | str) -> int:
+    """Contract 3.1: maxUnavailable + min(maxSurge, replicas), both scaled, at least 1."""
+    unavailable = scaled_value(max_unavailable, replicas, round_up=False)
+    surge = scaled_value(max_surge, replicas, round_up=True)
+    return max(1, unavailable + min(surge, replicas))
+
+
+def plan_rollout(inp: RolloutInput) -> RolloutPlan:
+    """The leader sts's (partition, replicas, maxUnavailable) for this reconcile.
+
+    Raises ValueError on a malformed IntOrString or when ``states`` does not match S.
+    """
+    if inp.replicas < 0 or inp.sts_replicas < 0:
+        raise ValueError("replicas must be >= 0")
+    if len(inp.states) != (inp.sts_replicas if inp.sts_exists else 0):
+        raise ValueError(
+            f"states has {len(inp.states)} entries for a leader sts with "
+            f"{inp.sts_replicas if inp.sts_exists else 0} replicas"
+        )
+    budget = _budget(inp)
+    partition, replicas = _partition_and_replicas(inp, budget)
+    floor = max(0, inp.partition)  # 4.5: groups below P are never updated
+    return RolloutPlan(
+        partition=max(partition, floor),
+        replicas=replicas,
+        sts_max_unavailable=sts_max_unavailable(inp.replicas, inp.max_unavailable, inp.max_surge),
+    )
+
+
+def _partition_and_replicas(inp: RolloutInput, b: _Budget) -> tuple[int, int]:
+    """Contract 4.4 cases 1-6, in order; the caller raises the partition to P."""
+    r, s, current = inp.replicas, inp.sts_replicas, inp.sts_partition
+
+    # 1. No leader sts: create R groups, all on the current revision. Whatever the caller
+    #    says about the revision, never surge here (lws#614).
+    if not inp.sts_exists:
+        return 0, r
+
+    # 2. A new revision: restart the walk from the top. A scale-up in the same change comes
+    #    first and its new indices start on the new template; otherwise burst (surge groups
+    #    appear at [R, R+M)). Fix: upstream restarts from min(R, S), which replaces every
+    #    existing surge group at once, even while it carries the load of old groups that are
+    #    down; from S, case 6 reaches them within its budget (they count as surge there).
+    if inp.revision_changed:
+        return s, (r if s < r else b.want_replicas(r))
+
+    # 3. At rest. Fix (root cause of lws#614): upstream tests `partition == 0`, so with P > 0
+    #    every pass falls through to case 6 and bursts while more than U groups are unready,
+    #    e.g. right after creation. The partition can never go below P, so a sts at P with R
+    #    replicas is at rest too.
+    if current <= max(0, inp.partition) and s == r:
+        return 0, r
+
+    # 4. Scale up first; the rollout resumes once the new groups exist.
+    if s < r:
+        return current, r
+
+    unready = sum(1 for state in inp.states[:r] if not state.done)
+
+    # 5. R changed mid-rollout: keep the partition within the new burst range this pass.
+    if inp.replicas_annotation != r:
+        return min(current, b.burst), b.want_replicas(unready)
+
+    # 6. Normal progress. Each surge group that exists lets one more old group go down.
+    rolling_step = b.rolling_unavailable + b.max_surge - (b.burst - s)
+    return _rolling_partition(inp.states, rolling_step, current), b.want_replicas(unready)
+
+
+def _unready(states: Sequence[GroupState]) -> int:
+    return sum(1 for state in states if not state.ready)
+
+
+def _rolling_partition(states: Sequence[GroupState], rolling_step: int, current: int) -> int:
+    """rollingUpdatePartition (contract 4.4): the next partition, never above ``current``."""
+    s = len(states)
+    done_tail = 0
+    for state in reversed(states):
+        if not state.done:
+            break
+        done_tail += 1
+    step_partition = max(0, s - done_tail - rolling_step)
+    # Old groups already unavailable below the partition have used up part of the budget.
+    # Fix: upstream counts them below the step partition only, once; an unready group that
+    # the shift moves below the partition then goes uncounted and one group too many is
+    # replaced. Shifting until no new one is found counts them all.
+    partition = step_partition
+    while partition < (shifted := step_partition + _unready(states[:partition])):
+        partition = shifted
+    # Replacing groups that are unready (or already updated) costs no availability; this also
+    # keeps a rollout from sticking when everything is unready.
+    for idx in range(min(partition, s - 1), step_partition - 1, -1):
+        if states[idx].ready and not states[idx].updated:
+            break
+        partition = idx
+    return min(partition, current)
