@@ -17,13 +17,9 @@ PYTEST_ARGS ?=
 ##@ Main
 
 .PHONY: run
-run: $(STAMP) ## Run the local cluster (simulated GPU nodes) in the foreground until Ctrl-C
-	@if [ -n "$$KUBECONFIG" ] && [ "$$(realpath -m "$$KUBECONFIG")" != "$$(realpath -m $(KUBECONFIG_LOCAL))" ]; then \
-	  echo "KUBECONFIG points at a cluster ($$KUBECONFIG): not starting the local one."; \
-	  echo "Unset KUBECONFIG to run the local cluster."; \
-	else \
-	  $(PY) -m lws_operator.cluster build >/dev/null && $(CLUSTER) run; \
-	fi
+run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C
+	$(PY) -m lws_operator.cluster build >/dev/null
+	$(PY) -m lws_operator.devrun --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 
 .PHONY: test
 test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests
@@ -62,6 +58,12 @@ test-unit: $(STAMP) ## Unit and property tests only (no cluster)
 .PHONY: test-cluster
 test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)
 	$(PY) -m pytest tests/cluster $(PYTEST_ARGS)
+
+##@ Benchmarks
+
+.PHONY: bench-create
+bench-create: $(STAMP) cluster-bins ## Time to create 32 groups x 8 pods (median of 3; bench/results/)
+	$(PY) -m bench.create_groups --groups 32 --size 8 --runs 3
 
 ##@ Local cluster
 

@@ -57,6 +57,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the operator until SIGINT/SIGTERM."""
+    import asyncio
+    import logging
+    import signal
+
+    from lws_operator.controller.operator import OperatorConfig, run
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = OperatorConfig(
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespace or ()),
+        workers=args.workers,
+        webhook_bind_host=args.webhook_host,
+        webhook_port=args.webhook_port,
+        webhook_service=args.webhook_service,
+        namespace=args.operator_namespace,
+        gang_provider=args.gang_provider,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run(config, stop)
+
+    asyncio.run(main())
+    return 0
+
+
 def _is_lws(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == c.KIND
 
@@ -90,7 +124,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     validate.set_defaults(handler=cmd_validate)
+
+    run = sub.add_parser(
+        "run",
+        help="run the operator",
+        description="Run the operator against the cluster of --kubeconfig (or $KUBECONFIG, or "
+        "in-cluster credentials). Out of cluster the pod webhook listens on --webhook-host and "
+        "is registered by URL; in cluster give --webhook-service.",
+    )
+    run.add_argument("--kubeconfig", type=Path, default=None)
+    run.add_argument(
+        "--namespace", action="append", help="serve only this namespace (repeatable; default all)"
+    )
+    run.add_argument("--workers", type=int, default=8, help="concurrent reconciles (default 8)")
+    run.add_argument("--webhook-host", default="127.0.0.1", help="address the webhook binds")
+    run.add_argument("--webhook-port", type=int, default=9443, help="0 picks a free port")
+    run.add_argument(
+        "--webhook-service",
+        default=None,
+        help="in cluster: the Service in front of the webhook (certificate kept in a Secret)",
+    )
+    run.add_argument(
+        "--operator-namespace",
+        default=_operator_namespace(),
+        help="namespace of the operator's own objects (default: the pod's, else lws-system)",
+    )
+    run.add_argument("--gang-provider", choices=["volcano", "kubernetes"], default=None)
+    run.add_argument("-v", "--verbose", action="store_true")
+    run.set_defaults(handler=cmd_run)
     return parser
+
+
+def _operator_namespace() -> str:
+    path = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    try:
+        return path.read_text().strip() or "lws-system"
+    except OSError:
+        return "lws-system"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

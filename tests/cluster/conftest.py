@@ -8,17 +8,89 @@ nothing is started, and the cluster must have schedulable nodes.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from lws_operator.api import constants as c
+from lws_operator.api.admission_policy import (
+    validating_admission_policy,
+    validating_admission_policy_binding,
+)
+from lws_operator.api.crd import custom_resource_definition
 from lws_operator.cluster.local import ClusterConfig, LocalCluster
-from lws_operator.kube.client import Kube
+from lws_operator.cluster.operator_process import OperatorProcess, start_operator
+from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.manifests import wait_established
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import wait_for_objects
+from tests.unit.api.lws_testdata import base_object
+
+FIELD_MANAGER = "lws-api-tests"
+ADMISSION = "admissionregistration.k8s.io/v1"
+
+
+def lws_path(namespace: str, name: str | None = None, subresource: str | None = None) -> str:
+    return resource_path(
+        c.API_VERSION, c.PLURAL, namespace=namespace, name=name, subresource=subresource
+    )
+
+
+async def until(probe: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> None:
+    """Retry ``probe`` with a short backoff until it holds. Only for state that nothing can
+    be watched for (an admission policy taking effect, the OpenAPI document being
+    republished); everything else waits on watches."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not await probe():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+@pytest.fixture(scope="session")
+async def lws_api(kube: Kube) -> AsyncIterator[None]:
+    """The LeaderWorkerSet CRD and admission policy, installed and in effect."""
+    crds = "apiextensions.k8s.io/v1"
+    await kube.apply(
+        resource_path(crds, "customresourcedefinitions", name=c.CRD_NAME),
+        custom_resource_definition(),
+        field_manager=FIELD_MANAGER,
+    )
+    await wait_established(kube, c.CRD_NAME)
+    policy = validating_admission_policy()
+    binding = validating_admission_policy_binding()
+    await kube.apply(
+        resource_path(ADMISSION, "validatingadmissionpolicies", name=policy["metadata"]["name"]),
+        policy,
+        field_manager=FIELD_MANAGER,
+    )
+    await kube.apply(
+        resource_path(
+            ADMISSION, "validatingadmissionpolicybindings", name=binding["metadata"]["name"]
+        ),
+        binding,
+        field_manager=FIELD_MANAGER,
+    )
+    # The policy is in effect once it rejects an object only it rejects.
+    probe = base_object("lws-policy-probe")
+    probe["metadata"]["annotations"] = {c.EXCLUSIVE_KEY_ANNOTATION: ""}
+
+    async def policy_rejects() -> bool:
+        try:
+            await kube.create(lws_path("default"), probe, dry_run=True)
+        except ApiError as e:
+            return "ValidatingAdmissionPolicy" in e.message
+        return False
+
+    await until(policy_rejects, timeout=60, what="the admission policy to take effect")
+    yield
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -80,3 +152,34 @@ async def namespace(kube: Kube) -> AsyncIterator[str]:
         yield name
     finally:
         await kube.delete(resource_path("v1", "namespaces", name=name), propagation="Background")
+
+
+@pytest.fixture(scope="session")
+async def operator(
+    kube: Kube,
+    kubeconfig: Path,
+    local_cluster: LocalCluster | None,
+    lws_api: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[OperatorProcess | None]:
+    """The operator, running for the whole session as its own process. With
+    LWS_TEST_OPERATOR=external it is expected to run already (deployed in the cluster)."""
+    if os.environ.get("LWS_TEST_OPERATOR") == "external":
+        yield None
+        return
+    own = local_cluster.kubeconfig("lws-operator") if local_cluster else kubeconfig
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    op = await start_operator(kube, own, log)
+    try:
+        yield op
+        op.check_alive()
+    finally:
+        await op.stop()
+
+
+@pytest.fixture
+async def lws_namespace(namespace: str, operator: OperatorProcess | None) -> AsyncIterator[str]:
+    """A fresh namespace with the operator running; fails the test if the operator died."""
+    yield namespace
+    if operator is not None:
+        operator.check_alive()

@@ -10,7 +10,7 @@ import pytest
 
 from lws_operator.api import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
-from tests.cluster.api.conftest import lws_path
+from tests.cluster.conftest import lws_path
 from tests.unit.api.lws_testdata import Case, load_cases
 
 INVALID, VALID = load_cases()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lws_operator.kube.client import Kube
-from tests.cluster.api.conftest import lws_path
+from tests.cluster.conftest import lws_path
 from tests.unit.api.lws_testdata import UPSTREAM_DEFAULT_SPEC, base_object
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from lws_operator.api import LeaderWorkerSet, validate
 from lws_operator.kube.client import Kube
-from tests.cluster.api.conftest import FIELD_MANAGER, lws_path
+from tests.cluster.conftest import FIELD_MANAGER, lws_path
 
 EXAMPLES = {
     path.name: [d for d in yaml.safe_load_all(path.read_text()) if d]

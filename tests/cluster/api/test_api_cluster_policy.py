@@ -9,7 +9,7 @@ from lws_operator.api.admission_policy import POLICY_NAME
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import wait_for_objects
-from tests.cluster.api.conftest import ADMISSION
+from tests.cluster.conftest import ADMISSION
 
 
 def _type_checked(objs: dict[str, dict[str, Any]]) -> bool:

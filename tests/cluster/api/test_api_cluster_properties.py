@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 from lws_operator.api import validate
 from lws_operator.kube.client import ApiError, Kube
-from tests.cluster.api.conftest import lws_path
+from tests.cluster.conftest import lws_path
 from tests.unit.api.lws_testdata import lws_objects
 
 

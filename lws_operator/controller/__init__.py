@@ -1,0 +1,1 @@
+"""The operator process: kopf wiring, the reconcile loop, the pod webhook server."""

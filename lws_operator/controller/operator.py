@@ -1,0 +1,229 @@
+"""``lws-operator run``: the operator process.
+
+kopf watches LeaderWorkerSets and the objects labelled ``leaderworkerset.sigs.k8s.io/name``
+(server-side label selectors) and keeps them in indexes; every event only wakes the reconcile
+of the LWS it belongs to, through a work queue. The pod webhook is served from the same event
+loop. Nothing is written to user objects for bookkeeping: kopf's change-detection annotations,
+finalizers and log-events are not used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from lws_operator.api import constants as c
+from lws_operator.controller import certs, webhook
+from lws_operator.controller.cache import (
+    Cache,
+    Key,
+    project_meta,
+    project_pod,
+    project_revision,
+    project_statefulset,
+)
+from lws_operator.controller.queue import WorkQueue
+from lws_operator.controller.reconcile import Reconciler
+from lws_operator.kube.client import Kube
+from lws_operator.kube.events import EventRecorder
+from lws_operator.kube.paths import resource_path
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "lws-operator"
+IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+@dataclass
+class OperatorConfig:
+    kubeconfig: Path | None = None
+    # Namespaces to serve; empty means all.
+    namespaces: tuple[str, ...] = ()
+    workers: int = 8
+    # Where the webhook server listens.
+    webhook_bind_host: str = "127.0.0.1"
+    webhook_port: int = 9443
+    # In cluster: the API server reaches the webhook through this Service (certificate in a
+    # Secret). Out of cluster (None): by URL https://<webhook_bind_host>:<port>.
+    webhook_service: str | None = None
+    namespace: str = "lws-system"
+    gang_provider: str | None = None
+
+
+# (index id, API group, version, plural, projection). Every resource except LWS is watched with
+# a server-side selector on the LWS name label. A projection returning None skips the object.
+_CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None]], ...] = (
+    ("lws_statefulsets", "apps", "v1", "statefulsets", project_statefulset),
+    ("lws_pods", "", "v1", "pods", project_pod),
+    ("lws_services", "", "v1", "services", project_meta),
+    ("lws_revisions", "apps", "v1", "controllerrevisions", project_revision),
+)
+
+
+def settings(config: OperatorConfig) -> kopf.OperatorSettings:
+    s = kopf.OperatorSettings()
+    s.posting.enabled = False  # our Events are the upstream-compatible ones, written by us
+    s.scanning.disabled = True
+    s.watching.server_timeout = 300
+    for _, group, version, plural, _ in _CHILDREN:
+        s.watching.label_selectors[group, version, plural] = c.SET_NAME_LABEL
+    return s
+
+
+def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.OperatorRegistry:
+    reg = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=reg)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        if config.kubeconfig is None and IN_CLUSTER_TOKEN.exists():
+            return kopf.login_with_service_account(**kwargs)
+        return kopf.login_with_kubeconfig(**kwargs)
+
+    # kopf passes every handler argument by keyword; these read the few they need.
+    def lws_index(**kw: Any) -> dict[Key, Any]:
+        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+
+    kopf.index(c.GROUP, c.VERSION, c.PLURAL, id="lws_objects", registry=reg)(lws_index)
+
+    async def on_lws(**kw: Any) -> None:
+        queue.add((kw["namespace"], kw["name"]))
+
+    kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="lws_events", registry=reg)(on_lws)
+
+    for index_id, group, version, plural, projection in _CHILDREN:
+
+        def child_index(
+            _project: Callable[[Any], dict[str, Any] | None] = projection, **kw: Any
+        ) -> dict[Key, Any]:
+            owner = kw["labels"].get(c.SET_NAME_LABEL)
+            value = _project(kw["body"]) if owner else None
+            return {(kw["namespace"], owner): value} if value is not None else {}
+
+        async def on_child(
+            _project: Callable[[Any], dict[str, Any] | None] = projection, **kw: Any
+        ) -> None:
+            owner = kw["labels"].get(c.SET_NAME_LABEL)
+            if owner and _project(kw["body"]) is not None:
+                queue.add((kw["namespace"], owner))
+
+        kopf.index(group, version, plural, id=index_id, registry=reg)(child_index)
+        kopf.on.event(group, version, plural, id=f"{index_id}_events", registry=reg)(on_child)
+
+    @kopf.on.startup(registry=reg)
+    async def bind_indexes(**kwargs: Any) -> None:
+        cache.bind({k: v for k, v in kwargs.items() if k.startswith("lws_")})
+
+    return reg
+
+
+class WebhookKeeper:
+    """Serves the pod webhook with a certificate that stays valid, and keeps the webhook
+    configuration pointing at it."""
+
+    def __init__(self, kube: Kube, config: OperatorConfig) -> None:
+        self.kube = kube
+        self.config = config
+        self.server = webhook.WebhookServer(
+            config.webhook_bind_host, config.webhook_port, config.gang_provider
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def _certificate(self, previous: certs.ServingCert | None) -> certs.ServingCert:
+        if self.config.webhook_service is None:
+            host = self.config.webhook_bind_host
+            if previous is not None and certs.usable(previous, ()):
+                return previous
+            return certs.issue(dns_names=("localhost",), ip_addresses=(host,), previous=previous)
+        return await certs.ensure_secret_cert(
+            self.kube, namespace=self.config.namespace, service=self.config.webhook_service
+        )
+
+    async def _publish(self, cert: certs.ServingCert) -> None:
+        self.server.load(cert)
+        if self.config.webhook_service is None:
+            client = webhook.client_config_url(self.config.webhook_bind_host, self.server.port)
+        else:
+            client = webhook.client_config_service(
+                self.config.webhook_service, self.config.namespace
+            )
+        await webhook.register(self.kube, webhook.webhook_configuration(client, cert.ca_bundle))
+
+    async def start(self) -> None:
+        cert = await self._certificate(None)
+        self.server.load(cert)
+        await self.server.start()
+        await self._publish(cert)
+        self._task = asyncio.create_task(self._keep(cert), name="webhook-certificate")
+
+    async def _keep(self, cert: certs.ServingCert) -> None:
+        """Renew when due; in cluster, also follow the Secret when another replica renews it."""
+        while True:
+            wait = max(1.0, (cert.renew_at() - certs._now()).total_seconds())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._secret_changed(cert), timeout=wait)
+            try:
+                fresh = await self._certificate(cert)
+            except Exception:
+                log.exception("renewing the webhook certificate failed; retrying in 60s")
+                await asyncio.sleep(60)
+                continue
+            if fresh != cert:
+                await self._publish(fresh)
+                cert = fresh
+
+    async def _secret_changed(self, cert: certs.ServingCert) -> None:
+        """Return when the certificate Secret no longer holds ``cert`` (never, out of cluster)."""
+        if self.config.webhook_service is None:
+            await asyncio.Event().wait()
+            return
+        path = resource_path("v1", "secrets", namespace=self.config.namespace)
+        selector = f"metadata.name={certs.SECRET_NAME}"
+        while True:
+            async for _kind, obj in self.kube.watch(path, field_selector=selector):
+                current = certs._from_secret(obj)
+                if current is not None and current.leaf != cert.leaf:
+                    return
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.server.stop()
+
+
+async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
+    """Run until ``stop`` is set (or forever)."""
+    if config.kubeconfig is not None:
+        os.environ["KUBECONFIG"] = str(config.kubeconfig)
+    kube = await Kube.connect(config.kubeconfig, user_agent=USER_AGENT)
+    cache = Cache()
+    reconciler = Reconciler(kube, cache, EventRecorder(kube))
+    queue = WorkQueue(reconciler, workers=config.workers)
+    keeper = WebhookKeeper(kube, config)
+    await keeper.start()
+    log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)
+    queue.start()
+    stop_flag = stop or asyncio.Event()
+    try:
+        await kopf.operator(
+            registry=registry(cache, queue, config),
+            settings=settings(config),
+            clusterwide=not config.namespaces,
+            namespaces=config.namespaces,
+            standalone=True,
+            stop_flag=stop_flag,
+        )
+    finally:
+        await queue.stop()
+        await keeper.stop()
+        await kube.close()

@@ -1,0 +1,414 @@
+"""One reconcile of one LeaderWorkerSet: read the cached state, let the pure planners decide,
+write only the difference. Level-triggered and idempotent: any reconcile may be cut short at
+any line, and the next one (woken by the resulting events) finishes the job.
+
+Order: revision → leader StatefulSet → Services → each group's worker StatefulSet → status →
+revision history. Returns seconds after which to look again, or None.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from lws_operator.api import constants as c
+from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, StartupPolicy
+from lws_operator.api.models import SubdomainPolicy as Subdomain
+from lws_operator.controller.cache import Cache, Key, Observed
+from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.events import NORMAL, WARNING, EventRecorder
+from lws_operator.kube.paths import resource_path
+from lws_operator.plan import revision as rev
+from lws_operator.plan import statefulsets as sts_plan
+from lws_operator.plan.diff import contains
+from lws_operator.plan.groups import Group, is_deleting, labels_of, observe_groups, pod_ready
+from lws_operator.plan.meta import is_controlled_by
+from lws_operator.plan.rollout import GroupState, RolloutInput, plan_rollout
+from lws_operator.plan.services import replica_service, shared_service
+from lws_operator.plan.status import ObservedGroup, compute_status
+
+log = logging.getLogger(__name__)
+
+STS = "statefulsets"
+# How soon to look again when waiting on something no watch tells us about.
+RETRY_SOON = 1.0
+
+
+@dataclass
+class Reconciler:
+    kube: Kube
+    cache: Cache
+    events: EventRecorder
+    # (uid, generation) of LWS objects already reported invalid: one Warning per generation.
+    _reported_invalid: set[tuple[str, int]] = field(default_factory=set)
+
+    async def __call__(self, key: Key) -> float | None:
+        obs = self.cache.observe(key)
+        if obs.lws is None or is_deleting(obs.lws):
+            return None
+        try:
+            lws = LeaderWorkerSet.model_validate(obs.lws)
+        except ValidationError as e:
+            await self._report_invalid(obs.lws, e)
+            return None
+        return await _Pass(self, lws, obs).run()
+
+    async def _report_invalid(self, body: dict[str, Any], error: ValidationError) -> None:
+        meta = body.get("metadata") or {}
+        mark = (str(meta.get("uid")), int(meta.get("generation") or 0))
+        if mark in self._reported_invalid:
+            return
+        self._reported_invalid.add(mark)
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        note = f"cannot reconcile: {where}: {first.get('msg')}"
+        log.warning("%s/%s %s", meta.get("namespace"), meta.get("name"), note)
+        await self.events.post(body, WARNING, "InvalidSpec", "Reconcile", note)
+
+
+def _sts_partition(sts: dict[str, Any] | None) -> int:
+    strategy = ((sts or {}).get("spec") or {}).get("updateStrategy") or {}
+    return int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Pass:
+    """The state of one reconcile pass."""
+
+    def __init__(self, r: Reconciler, lws: LeaderWorkerSet, obs: Observed) -> None:
+        self.kube, self.events = r.kube, r.events
+        self.lws, self.obs = lws, obs
+        self.name, self.ns = lws.name, lws.namespace
+        self.uid = str(lws.metadata.get("uid", ""))
+        self.body = obs.lws or {}
+        self.retry: float | None = None
+
+    def _again(self, seconds: float) -> None:
+        self.retry = seconds if self.retry is None else min(self.retry, seconds)
+
+    def _path(self, plural: str, name: str | None = None, api: str = "apps/v1") -> str:
+        return resource_path(api, plural, namespace=self.ns, name=name)
+
+    async def run(self) -> float | None:
+        leader_sts = self.obs.statefulsets.get(self.name)
+        if leader_sts is not None and not is_controlled_by(leader_sts, self.uid):
+            await self.events.post(
+                self.body,
+                WARNING,
+                "FailedCreate",
+                "Create",
+                f"StatefulSet {self.name} exists and is not owned by this LeaderWorkerSet; "
+                "delete or rename it",
+            )
+            return None
+        if leader_sts is not None and is_deleting(leader_sts):
+            return 5.0
+        key, changed = await self._revision(leader_sts)
+        spec = self.lws.spec
+        size = spec.leader_worker_template.size
+        sts_replicas = int(((leader_sts or {}).get("spec") or {}).get("replicas") or 0)
+        leader_uid = (leader_sts or {}).get("metadata", {}).get("uid")
+        groups = observe_groups(
+            lws_name=self.name,
+            count=sts_replicas,
+            leader_sts_uid=leader_uid,
+            pods=self.obs.pods,
+            statefulsets=self.obs.statefulsets,
+        )
+        plan = plan_rollout(self._rollout_input(leader_sts, groups, key, changed, size))
+        await self._apply_leader(
+            leader_sts, key, plan.replicas, plan.partition, plan.sts_max_unavailable
+        )
+        await self._services()
+        for group in groups:
+            await self._group(group)
+        done = await self._status(leader_sts, groups, key, size)
+        if done:
+            await self._truncate_history(key)
+        return self.retry
+
+    # ---- revisions -------------------------------------------------------------------------
+    async def _revision(self, leader_sts: dict[str, Any] | None) -> tuple[str, bool]:
+        """The key of the revision the groups should run, creating the revision if needed, and
+        whether it differs from the leader StatefulSet's (a rollout starts)."""
+        owned = [
+            r
+            for r in self.obs.revisions.values()
+            if r.get("metadata", {}).get("ownerReferences") in (None, [])
+            or is_controlled_by(r, self.uid)
+        ]
+        by_key: dict[str, list[dict[str, Any]]] = {}
+        for r in owned:
+            by_key.setdefault(labels_of(r).get(c.REVISION_KEY, ""), []).append(r)
+        sts_key = labels_of(leader_sts).get(c.REVISION_KEY) if leader_sts else None
+        spec = self.lws.spec
+        if sts_key is not None and sts_key in by_key:
+            if any(rev.matches(r, spec) for r in by_key[sts_key]):
+                return sts_key, False
+        elif sts_key is not None:
+            # A StatefulSet from a controller that kept no revision for its key: record the
+            # current spec under that key, so nothing rolls (contract 4.14).
+            await self._create_revision(sts_key, owned, "Creating missing revision with key %s")
+            return sts_key, False
+        key = rev.revision_key(spec)
+        for k, revisions in by_key.items():
+            if any(rev.matches(r, spec) for r in revisions):
+                key = k  # an existing revision (ours or a predecessor's) holds this spec
+                break
+        else:
+            note = (
+                "Creating revision with key %s for updated LWS"
+                if leader_sts
+                else "Creating revision with key %s for a newly created LeaderWorkerSet"
+            )
+            await self._create_revision(key, owned, note)
+        return key, sts_key is not None and key != sts_key
+
+    async def _create_revision(self, key: str, owned: list[dict[str, Any]], note: str) -> None:
+        number = 1 + max((int(r.get("revision") or 0) for r in owned), default=0)
+        body = rev.controller_revision(
+            lws_name=self.name,
+            namespace=self.ns,
+            lws_uid=self.uid,
+            key=key,
+            number=number,
+            content=rev.revision_content(self.lws.spec),
+        )
+        try:
+            await self.kube.create(self._path("controllerrevisions"), body)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+        await self.events.post(self.body, NORMAL, "CreatingRevision", "Create", note % key)
+
+    def _revision_spec(self, key: str) -> LeaderWorkerSetSpec | None:
+        for r in self.obs.revisions.values():
+            if labels_of(r).get(c.REVISION_KEY) == key:
+                return rev.spec_at_revision(self.lws.spec, r)
+        return None
+
+    async def _truncate_history(self, key: str) -> None:
+        for r in self.obs.revisions.values():
+            if labels_of(r).get(c.REVISION_KEY) != key and is_controlled_by(r, self.uid):
+                await self.kube.delete(self._path("controllerrevisions", r["metadata"]["name"]))
+
+    # ---- leader StatefulSet ----------------------------------------------------------------
+    def _rollout_input(
+        self,
+        leader_sts: dict[str, Any] | None,
+        groups: list[Group],
+        key: str,
+        changed: bool,
+        size: int,
+    ) -> RolloutInput:
+        cfg = self.lws.spec.rollout_strategy.rolling_update_configuration
+        sts_spec = (leader_sts or {}).get("spec") or {}
+        annotation = (
+            ((leader_sts or {}).get("metadata") or {})
+            .get("annotations", {})
+            .get(c.REPLICAS_ANNOTATION)
+        )
+        return RolloutInput(
+            replicas=self.lws.spec.replicas,
+            partition=cfg.partition,
+            max_unavailable=cfg.max_unavailable,
+            max_surge=cfg.max_surge,
+            sts_exists=leader_sts is not None,
+            sts_replicas=int(sts_spec.get("replicas") or 0),
+            sts_partition=_sts_partition(leader_sts),
+            replicas_annotation=int(annotation) if str(annotation or "").isdigit() else None,
+            revision_changed=changed,
+            states=[GroupState(ready=g.ready(size), updated=g.updated(size, key)) for g in groups],
+        )
+
+    async def _apply_leader(
+        self,
+        current: dict[str, Any] | None,
+        key: str,
+        replicas: int,
+        partition: int,
+        max_unavailable: int,
+    ) -> None:
+        desired = sts_plan.leader_statefulset(
+            self.lws,
+            revision_key=key,
+            replicas=replicas,
+            partition=partition,
+            max_unavailable=max_unavailable,
+        )
+        if current is not None and contains(current, desired):
+            return
+        try:
+            await self.kube.apply(self._path(STS, self.name), desired)
+        except ApiError as e:
+            verb = "create" if current is None else "update"
+            await self.events.post(
+                self.body,
+                WARNING,
+                f"Failed{verb.capitalize()}",
+                verb.capitalize(),
+                f"Failed to {verb} leader statefulset {self.name}: {e.message}",
+            )
+            raise
+        if current is None:
+            await self.events.post(
+                self.body,
+                NORMAL,
+                "GroupsProgressing",
+                "Create",
+                f"Created leader statefulset {self.name}",
+            )
+            return
+        old = int(
+            (
+                ((current.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+            ).get("partition")
+            or 0
+        )
+        if partition < old:
+            note = (
+                f"Updating replica {partition}"
+                if partition == old - 1
+                else f"Updating replicas {partition} to {old - 1} (inclusive)"
+            )
+            await self.events.post(self.body, NORMAL, "GroupsUpdating", "Update", note)
+
+    # ---- Services --------------------------------------------------------------------------
+    async def _services(self) -> None:
+        if self.lws.spec.network_config.subdomain_policy != Subdomain.SHARED:
+            return
+        if self.name in self.obs.services:
+            return
+        await self._create(
+            resource_path("v1", "services", namespace=self.ns),
+            shared_service(self.name, self.ns, self.uid),
+            "Failed to create headless service for error: %s",
+        )
+
+    async def _create(self, path: str, body: dict[str, Any], failure: str) -> bool:
+        """Create; an object that already exists counts as created. Returns True when this
+        call created it."""
+        try:
+            await self.kube.create(path, body)
+        except ApiError as e:
+            if e.status == 409:
+                return False
+            await self.events.post(
+                self.body, WARNING, "FailedCreate", "Create", failure % e.message
+            )
+            raise
+        return True
+
+    # ---- one group ---------------------------------------------------------------------------
+    async def _group(self, group: Group) -> None:
+        leader = group.leader
+        if leader is None or is_deleting(leader):
+            return
+        leader_name = leader["metadata"]["name"]
+        leader_key = group.leader_key or ""
+        spec = self._revision_spec(leader_key)
+        if spec is None:
+            self._again(RETRY_SOON)  # its revision is being written
+            return
+        if spec.network_config.subdomain_policy == Subdomain.UNIQUE_PER_REPLICA and (
+            leader_name not in self.obs.services
+        ):
+            await self._create(
+                resource_path("v1", "services", namespace=self.ns),
+                replica_service(self.name, {**leader, "metadata": {**leader["metadata"]}}),
+                "Failed to create headless service for error: %s",
+            )
+        if spec.leader_worker_template.size == 1 or group.workers is not None:
+            return
+        if leader_name in self.obs.statefulsets:
+            return  # the previous group's, still being garbage-collected: its deletion wakes us
+        if self.lws.spec.startup_policy == StartupPolicy.LEADER_READY and not pod_ready(leader):
+            return  # the leader's readiness change wakes us
+        node_selector = await self._exclusive_node_selector(leader)
+        if node_selector is None:
+            return
+        body = sts_plan.worker_statefulset(
+            self.lws,
+            spec,
+            leader=leader,
+            node_selector=node_selector,
+            leader_requests_tpus=bool(leader.get("spec", {}).get("requestsTpus")),
+        )
+        created = await self._create(
+            self._path(STS),
+            body,
+            f"Failed to create worker statefulset for leader pod {leader_name}: %s",
+        )
+        if created:
+            await self.events.post(
+                self.body,
+                NORMAL,
+                "GroupsProgressing",
+                "Create",
+                f"Created worker statefulset for leader pod {leader_name}",
+            )
+
+    async def _exclusive_node_selector(self, leader: dict[str, Any]) -> dict[str, str] | None:
+        """With exclusive placement, the workers follow their leader into its topology domain:
+        a nodeSelector on the leader node's label. None while the leader is not scheduled."""
+        topology = self.lws.annotations.get(c.EXCLUSIVE_KEY_ANNOTATION)
+        if topology is None:
+            return {}
+        node_name = (leader.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return None  # the leader's scheduling wakes us
+        node = await self.kube.get_or_none(resource_path("v1", "nodes", name=node_name))
+        value = ((node or {}).get("metadata") or {}).get("labels", {}).get(topology)
+        if value is None:
+            note = f"node {node_name} of leader pod {leader['metadata']['name']} " + (
+                "does not exist" if node is None else f"has no topology label {topology}"
+            )
+            await self.events.post(self.body, WARNING, "FailedCreate", "Create", note)
+            self._again(30.0)
+            return None
+        return {topology: value}
+
+    # ---- status ------------------------------------------------------------------------------
+    async def _status(
+        self, leader_sts: dict[str, Any] | None, groups: list[Group], key: str, size: int
+    ) -> bool:
+        spec = self.lws.spec
+        observed = [
+            ObservedGroup(
+                index=g.index,
+                leader_ready=g.leader_ready,
+                leader_updated=g.leader_key == key,
+                workers_present=size == 1 or g.workers is not None,
+                workers_ready=size == 1 or g.workers_ready,
+                workers_updated=size == 1 or g.workers_key == key,
+            )
+            for g in groups
+            if g.leader is not None
+        ]
+        old = self.body.get("status") or {}
+        result = compute_status(
+            groups=observed,
+            replicas=spec.replicas,
+            partition=spec.rollout_strategy.rolling_update_configuration.partition,
+            size=size,
+            sts_status_replicas=int(((leader_sts or {}).get("status") or {}).get("replicas") or 0),
+            generation=int(self.lws.metadata.get("generation") or 0),
+            lws_name=self.name,
+            old_conditions=list(old.get("conditions") or []),
+            now=_now(),
+        )
+        if not contains(old, result.status) or not contains(result.status, old):
+            path = resource_path(
+                c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
+            )
+            await self.kube.patch(path, {"status": result.status}, kind="merge")
+            for event in result.events:
+                await self.events.post(self.body, NORMAL, event.reason, "Update", event.note)
+        return result.update_done

@@ -1,0 +1,173 @@
+"""The pod mutating webhook: an HTTPS server answering AdmissionReviews for LWS pods, and the
+MutatingWebhookConfiguration that points the API server at it.
+
+The decisions are pure (:mod:`lws_operator.plan.pod_mutation`); this module only speaks HTTP.
+The configuration selects pods labelled ``leaderworkerset.sigs.k8s.io/name`` at CREATE and
+fails closed, so no other pod in the cluster depends on the operator being up.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import ssl
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from lws_operator.api import constants as c
+from lws_operator.controller.certs import ServingCert
+from lws_operator.kube.client import ApiError, Kube
+from lws_operator.plan.jsonpatch import admission_patch
+from lws_operator.plan.pod_mutation import PodMutationError, mutate_pod
+
+log = logging.getLogger(__name__)
+
+POD_WEBHOOK_PATH = "/mutate--v1-pod"
+CONFIGURATION_NAME = "lws-mutating-webhook-configuration"
+POD_WEBHOOK_NAME = "mpod.kb.io"
+_CONFIG_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+
+
+def review_response(review: dict[str, Any], gang_provider: str | None) -> dict[str, Any]:
+    """The AdmissionReview answer for one pod CREATE."""
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
+    pod = request.get("object")
+    if request.get("operation") == "CREATE" and isinstance(pod, dict):
+        # The API server omits the namespace on pods created with generateName or by
+        # controllers; the request carries it.
+        pod.setdefault("metadata", {}).setdefault("namespace", request.get("namespace", ""))
+        try:
+            mutated = mutate_pod(pod, gang_provider=gang_provider)
+        except PodMutationError as e:
+            response["allowed"] = False
+            response["status"] = {"code": 400, "reason": "BadRequest", "message": str(e)}
+        else:
+            if patch := admission_patch(pod, mutated):
+                response["patchType"] = "JSONPatch"
+                response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+class WebhookServer:
+    """Serves the pod webhook over TLS; :meth:`load` swaps the certificate without a restart."""
+
+    def __init__(self, host: str, port: int, gang_provider: str | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.gang_provider = gang_provider
+        self.requests = 0
+        self.denied = 0
+        self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._ssl.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._runner: web.AppRunner | None = None
+        self._dir = tempfile.TemporaryDirectory(prefix="lws-webhook-")
+
+    def load(self, cert: ServingCert) -> None:
+        """Serve ``cert`` to every new connection from now on."""
+        d = Path(self._dir.name)
+        (d / "tls.crt").write_bytes(cert.leaf.cert_pem)
+        key = d / "tls.key"
+        key.write_bytes(cert.leaf.key_pem)
+        key.chmod(0o600)
+        self._ssl.load_cert_chain(d / "tls.crt", key)
+
+    async def _mutate(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        try:
+            review = await request.json()
+        except ValueError:
+            return web.Response(status=400, text="body is not an AdmissionReview (invalid JSON)")
+        answer = review_response(review, self.gang_provider)
+        if not answer["response"]["allowed"]:
+            self.denied += 1
+            log.warning("denied pod: %s", answer["response"]["status"]["message"])
+        return web.json_response(answer)
+
+    async def start(self) -> int:
+        """Start serving; returns the bound port (useful with port 0)."""
+        app = web.Application()
+        app.router.add_post(POD_WEBHOOK_PATH, self._mutate)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
+        await site.start()
+        if self.port == 0:
+            self.port = int(self._runner.addresses[0][1])
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self._dir.cleanup()
+
+
+def client_config_url(host: str, port: int) -> dict[str, Any]:
+    return {"url": f"https://{host}:{port}{POD_WEBHOOK_PATH}"}
+
+
+def client_config_service(service: str, namespace: str, port: int = 443) -> dict[str, Any]:
+    return {
+        "service": {"name": service, "namespace": namespace, "path": POD_WEBHOOK_PATH, "port": port}
+    }
+
+
+def webhook_configuration(client_config: dict[str, Any], ca_bundle: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": CONFIGURATION_NAME,
+            "labels": {"app.kubernetes.io/name": "lws-operator"},
+        },
+        "webhooks": [
+            {
+                "name": POD_WEBHOOK_NAME,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+                "clientConfig": {
+                    **client_config,
+                    "caBundle": base64.b64encode(ca_bundle).decode(),
+                },
+                "objectSelector": {
+                    "matchExpressions": [{"key": c.SET_NAME_LABEL, "operator": "Exists"}]
+                },
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                        "scope": "Namespaced",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+async def register(kube: Kube, body: dict[str, Any]) -> None:
+    """Create or replace the configuration as a whole: the operator owns it, and replacing
+    (not merging) drops webhooks a previous LWS controller left in it."""
+    path = f"{_CONFIG_PATH}/{body['metadata']['name']}"
+    for _ in range(5):
+        current = await kube.get_or_none(path)
+        try:
+            if current is None:
+                await kube.create(_CONFIG_PATH, body)
+            else:
+                replacement = json.loads(json.dumps(body))
+                replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                await kube.replace(path, replacement)
+            return
+        except ApiError as e:
+            if e.status != 409:
+                raise
+    raise RuntimeError(f"could not register {body['metadata']['name']}: conflicting writers")

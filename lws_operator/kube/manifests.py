@@ -1,0 +1,84 @@
+"""Applying YAML manifests like ``kubectl apply --server-side``: any kind, found through API
+discovery; CRDs are waited on until Established."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lws_operator.kube.client import Kube
+from lws_operator.kube.paths import resource_path
+from lws_operator.kube.wait import wait_for_objects
+
+
+def load_documents(*paths: Path) -> list[dict[str, Any]]:
+    docs = []
+    for path in paths:
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    return docs
+
+
+class Applier:
+    def __init__(self, kube: Kube, field_manager: str = "lws-operator-install") -> None:
+        self.kube = kube
+        self.field_manager = field_manager
+        self._discovery: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    async def resource_of(self, api_version: str, kind: str) -> tuple[str, bool]:
+        """(plural, namespaced) of ``kind`` in ``api_version``."""
+        if api_version not in self._discovery:
+            base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            listing = await self.kube.get(base)
+            self._discovery[api_version] = {
+                r["kind"]: (r["name"], bool(r.get("namespaced")))
+                for r in listing.get("resources", [])
+                if "/" not in r["name"]
+            }
+        try:
+            return self._discovery[api_version][kind]
+        except KeyError:
+            raise ValueError(f"the server has no kind {kind} in {api_version}") from None
+
+    async def path_of(self, doc: dict[str, Any], namespace: str | None) -> str:
+        plural, namespaced = await self.resource_of(doc["apiVersion"], doc["kind"])
+        ns = (doc.get("metadata") or {}).get("namespace") or namespace or "default"
+        return resource_path(
+            doc["apiVersion"],
+            plural,
+            namespace=ns if namespaced else None,
+            name=doc["metadata"]["name"],
+        )
+
+    async def apply(self, doc: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        path = await self.path_of(doc, namespace)
+        applied = await self.kube.apply(path, doc, field_manager=self.field_manager)
+        if doc["kind"] == "CustomResourceDefinition":
+            await wait_established(self.kube, doc["metadata"]["name"])
+            self._discovery.clear()  # the new kind is now discoverable
+        return applied
+
+    async def apply_all(
+        self, docs: Iterable[dict[str, Any]], *, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        return [await self.apply(d, namespace=namespace) for d in docs]
+
+
+async def wait_established(kube: Kube, crd_name: str, timeout: float = 60) -> None:
+    def established(objs: dict[str, dict[str, Any]]) -> bool:
+        crd = objs.get(crd_name) or {}
+        return any(
+            cond.get("type") == "Established" and cond.get("status") == "True"
+            for cond in (crd.get("status") or {}).get("conditions") or []
+        )
+
+    await wait_for_objects(
+        kube,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        established,
+        timeout=timeout,
+        what=f"CRD {crd_name} Established",
+        field_selector=f"metadata.name={crd_name}",
+    )
