@@ -105,9 +105,7 @@ def observe_groups(
                 leader_ready=leader is not None and pod_ready(leader),
                 workers_ready=workers is not None and statefulset_ready(workers),
                 leader_key=labels_of(leader).get(c.REVISION_KEY) if leader is not None else None,
-                workers_key=labels_of(workers).get(c.REVISION_KEY)
-                if workers is not None
-                else None,
+                workers_key=labels_of(workers).get(c.REVISION_KEY) if workers is not None else None,
             )
         )
     return groups

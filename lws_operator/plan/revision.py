@@ -132,4 +132,3 @@ def controller_revision(
         "data": content,
         "revision": number,
     }
-
