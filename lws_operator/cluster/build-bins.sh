@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the local control plane from the Go module proxy with the machine's Go:
-# kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes through a wrapper
-# module with the staging replaces), etcd (wrapper module) and kwok.
-# Binaries go to a cache directory outside the repository, keyed by the pinned versions, and are
-# reused when present. Prints the directory that holds the binaries on its last line.
+# Builds from the Go module proxy with the machine's Go, into a cache directory outside the
+# repository keyed by the pinned versions (reused when present); prints that directory last.
+#
+#   build-bins.sh [control-plane]  kube-apiserver, kube-controller-manager, kube-scheduler and
+#                                  kubectl (k8s.io/kubernetes through a wrapper module with the
+#                                  staging replaces), etcd (wrapper module) and kwok
+#   build-bins.sh upstream-lws     the upstream LWS manager (sigs.k8s.io/lws/cmd) and its CRDs,
+#                                  for side-by-side comparisons
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,12 +15,22 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 cache=${LWS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lws-operator}
 KUBE_BINS="kube-apiserver kube-controller-manager kube-scheduler kubectl"
-bins="$cache/bin/kube-v$KUBE_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION"
 
 die() { echo "build-cluster-bins: $*" >&2; exit 1; }
 
+target=${1:-control-plane}
+case "$target" in
+  control-plane)
+    bins="$cache/bin/kube-v$KUBE_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION"
+    need="$KUBE_BINS etcd kwok" ;;
+  upstream-lws)
+    bins="$cache/bin/lws-v$LWS_VERSION"
+    need="lws-manager" ;;
+  *) die "unknown target '$target' (control-plane or upstream-lws)" ;;
+esac
+
 have_all() {
-  for b in $KUBE_BINS etcd kwok; do
+  for b in $need; do
     [ -x "$bins/$b" ] || return 1
   done
 }
@@ -55,21 +68,35 @@ run_go() {
 
 started=$(date +%s)
 
-# Builds one command of a module that has its own go.mod: a wrapper module requires it as a tool.
+# Builds command package $pkg of module $module at $version: a wrapper module requires the module
+# (go install refuses modules whose go.mod has replace directives, e.g. etcd's server) and lists
+# the package as a tool; the package itself is never looked up as a module of its own.
 build_tool() {
-  local name=$1 module=$2 pkg=$3
+  local name=$1 module=$2 version=$3 pkg=$4 ldflags=${5:-}
   [ -x "$bins/$name" ] && return 0
-  echo "building $name ${module#*@} ..." >&2
+  echo "building $name $version ..." >&2
   mkdir -p "$work/$name" && cd "$work/$name"
   run_go "go mod init ($name)" go mod init "local/${name}build"
-  run_go "downloading $module" go get -tool "$module"
-  run_go "building $name" go build -trimpath -ldflags "-s -w" -o "$work/out/$name" "$pkg"
+  run_go "downloading $module@$version" go get "$module@$version"
+  go mod edit -tool="$pkg"
+  run_go "building $name" go build -trimpath -ldflags "-s -w $ldflags" -o "$work/out/$name" "$pkg"
   mv "$work/out/$name" "$bins/$name"
 }
 
-# go install refuses etcd's server module (its go.mod has replace directives).
-build_tool etcd "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" go.etcd.io/etcd/server/v3
-build_tool kwok "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+if [ "$target" = upstream-lws ]; then
+  build_tool lws-manager sigs.k8s.io/lws "v$LWS_VERSION" sigs.k8s.io/lws/cmd \
+    "-X sigs.k8s.io/lws/pkg/version.GitVersion=v$LWS_VERSION"
+  # Upstream's CRDs (config/crd/bases ships in the module), to install before its manager.
+  moddir=$(cd "$work/lws-manager" && go list -m -f '{{.Dir}}' sigs.k8s.io/lws)
+  mkdir -p "$bins/crds" && cp "$moddir"/config/crd/bases/*.yaml "$bins/crds/"
+  chmod u+w "$bins"/crds/*.yaml
+  echo "built in $(( $(date +%s) - started ))s" >&2
+  echo "$bins"
+  exit 0
+fi
+
+build_tool etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION" go.etcd.io/etcd/server/v3
+build_tool kwok sigs.k8s.io/kwok "v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
 
 missing_kube=""
 for b in $KUBE_BINS; do [ -x "$bins/$b" ] || missing_kube="$missing_kube $b"; done
