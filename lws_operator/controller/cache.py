@@ -8,6 +8,7 @@ bounds memory with thousands of pods; the leader StatefulSet and revisions are k
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,11 +105,36 @@ def _by_name(objs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(o["metadata"]["name"]): dict(o) for o in objs}
 
 
+# How long a pod deletion is remembered: enough for its group to be recreated.
+LOST_POD_MEMORY = 600.0
+
+
 class Cache:
-    """Read access to the kopf indexes (kopf keeps them current from the watch streams)."""
+    """Read access to the kopf indexes (kopf keeps them current from the watch streams), plus
+    the pods seen deleted recently: a pod deleted without first being seen terminating (force
+    deletion) has left no other trace."""
 
     def __init__(self) -> None:
         self.indexes: dict[str, Mapping[Key, Iterable[Any]]] = {}
+        self._lost: dict[Key, dict[str, tuple[str, float]]] = {}
+
+    def pod_deleted(self, key: Key, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        owner = next(
+            (r.get("uid") for r in meta.get("ownerReferences") or [] if r.get("controller")), None
+        )
+        if owner:
+            self._lost.setdefault(key, {})[str(meta.get("name"))] = (str(owner), time.monotonic())
+
+    def lost_pods(self, key: Key) -> list[tuple[str, str]]:
+        """(name, controller owner uid) of this LWS's pods deleted in the last minutes."""
+        pods = self._lost.get(key, {})
+        horizon = time.monotonic() - LOST_POD_MEMORY
+        for name in [n for n, (_, at) in pods.items() if at < horizon]:
+            del pods[name]
+        if not pods:
+            self._lost.pop(key, None)
+        return [(name, owner) for name, (owner, _) in pods.items()]
 
     def bind(self, indexes: Mapping[str, Any]) -> None:
         self.indexes = dict(indexes)

@@ -109,10 +109,14 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
             return {(kw["namespace"], owner): value} if value is not None else {}
 
         async def on_child(
-            _project: Callable[[Any], dict[str, Any] | None] = projection, **kw: Any
+            _project: Callable[[Any], dict[str, Any] | None] = projection,
+            _plural: str = plural,
+            **kw: Any,
         ) -> None:
             owner = kw["labels"].get(c.SET_NAME_LABEL)
             if owner and _project(kw["body"]) is not None:
+                if _plural == "pods" and kw.get("type") == "DELETED":
+                    cache.pod_deleted((kw["namespace"], owner), kw["body"])
                 queue.add((kw["namespace"], owner))
 
         kopf.index(group, version, plural, id=index_id, registry=reg)(child_index)

@@ -8,6 +8,7 @@ revision history. Returns seconds after which to look again, or None.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from dataclasses import dataclass, field
@@ -26,7 +27,14 @@ from lws_operator.plan import revision as rev
 from lws_operator.plan import statefulsets as sts_plan
 from lws_operator.plan.diff import contains
 from lws_operator.plan.groups import Group, is_deleting, labels_of, observe_groups, pod_ready
-from lws_operator.plan.meta import is_controlled_by
+from lws_operator.plan.meta import controller_of, is_controlled_by
+from lws_operator.plan.restart import (
+    Recreate,
+    next_overdue,
+    node_lost,
+    overdue_terminating,
+    plan_recreations,
+)
 from lws_operator.plan.rollout import GroupState, RolloutInput, plan_rollout
 from lws_operator.plan.services import replica_service, shared_service
 from lws_operator.plan.status import ObservedGroup, compute_status
@@ -55,7 +63,7 @@ class Reconciler:
         except ValidationError as e:
             await self._report_invalid(obs.lws, e)
             return None
-        return await _Pass(self, lws, obs).run()
+        return await _Pass(self, lws, obs, self.cache.lost_pods(key)).run()
 
     async def _report_invalid(self, body: dict[str, Any], error: ValidationError) -> None:
         meta = body.get("metadata") or {}
@@ -82,8 +90,15 @@ def _now() -> str:
 class _Pass:
     """The state of one reconcile pass."""
 
-    def __init__(self, r: Reconciler, lws: LeaderWorkerSet, obs: Observed) -> None:
+    def __init__(
+        self,
+        r: Reconciler,
+        lws: LeaderWorkerSet,
+        obs: Observed,
+        lost_pods: list[tuple[str, str]],
+    ) -> None:
         self.kube, self.events = r.kube, r.events
+        self.lost_pods = lost_pods
         self.lws, self.obs = lws, obs
         self.name, self.ns = lws.name, lws.namespace
         self.uid = str(lws.metadata.get("uid", ""))
@@ -127,8 +142,11 @@ class _Pass:
             leader_sts, key, plan.replicas, plan.partition, plan.sts_max_unavailable
         )
         await self._services()
+        recreated = await self._recreate_failed_groups(groups, size)
         for group in groups:
-            await self._group(group)
+            if group.index not in recreated:
+                await self._group(group)
+        await self._release_stuck_pods()
         done = await self._status(leader_sts, groups, key, size)
         if done:
             await self._truncate_history(key)
@@ -327,8 +345,18 @@ class _Pass:
             )
         if spec.leader_worker_template.size == 1 or group.workers is not None:
             return
-        if leader_name in self.obs.statefulsets:
-            return  # the previous group's, still being garbage-collected: its deletion wakes us
+        stale = self.obs.statefulsets.get(leader_name)
+        if stale is not None:
+            # The previous leader's, whose garbage collection is pending: delete it now so the
+            # new leader's workers need not wait (its deletion wakes us again).
+            owner = controller_of(stale)
+            if not is_deleting(stale) and owner is not None and owner.get("kind") == "Pod":
+                await self.kube.delete(
+                    self._path(STS, leader_name),
+                    propagation="Background",
+                    preconditions={"uid": stale["metadata"]["uid"]},
+                )
+            return
         if self.lws.spec.startup_policy == StartupPolicy.LEADER_READY and not pod_ready(leader):
             return  # the leader's readiness change wakes us
         node_selector = await self._exclusive_node_selector(leader)
@@ -374,6 +402,73 @@ class _Pass:
             self._again(30.0)
             return None
         return {topology: value}
+
+    # ---- failures ----------------------------------------------------------------------------
+    async def _recreate_failed_groups(self, groups: list[Group], size: int) -> set[int]:
+        """Recreate every group a pod failure broke; returns their indices."""
+        plans = plan_recreations(
+            policy=self.lws.spec.leader_worker_template.restart_policy,
+            lws_annotations=self.lws.annotations,
+            size=size,
+            groups=groups,
+            pods=self.obs.pods,
+            lost_pods=self.lost_pods,
+        )
+        for plan in plans:
+            await self._recreate(plan)
+        return {p.index for p in plans}
+
+    async def _recreate(self, plan: Recreate) -> None:
+        """Delete the whole group at once: the leader (its StatefulSet makes a new one at
+        once), the worker StatefulSet (so the new leader's can be created without waiting for
+        the garbage collector) and the worker pods (so they start terminating now). Upstream
+        deletes the leader in the foreground and waits for every dependent to be gone first."""
+        pods_path = resource_path("v1", "pods", namespace=self.ns)
+        deletions = [(f"{pods_path}/{plan.leader['metadata']['name']}", plan.leader)]
+        if plan.workers is not None:
+            deletions.append((self._path(STS, plan.workers["metadata"]["name"]), plan.workers))
+        deletions += [
+            (f"{pods_path}/{p['metadata']['name']}", p)
+            for p in plan.members
+            if p is not plan.leader and not is_deleting(p)
+        ]
+        await asyncio.gather(
+            *(
+                self.kube.delete(
+                    path,
+                    propagation="Background",
+                    preconditions={"uid": obj["metadata"]["uid"]},
+                )
+                for path, obj in deletions
+            ),
+            return_exceptions=False,
+        )
+        log.info("%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why)
+        await self.events.post(self.body, NORMAL, "RecreateGroup", "Delete", plan.note)
+
+    async def _release_stuck_pods(self) -> None:
+        """Force-delete pods stuck terminating on a lost node (upstream #508): their kubelet is
+        gone, so they would block the names their group needs forever."""
+        now = datetime.datetime.now(datetime.UTC)
+        for pod, _ in overdue_terminating(self.obs.pods, now):
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            node = (
+                await self.kube.get_or_none(resource_path("v1", "nodes", name=node_name))
+                if node_name
+                else None
+            )
+            if node_name and not node_lost(node):
+                continue
+            name = pod["metadata"]["name"]
+            await self.kube.delete(
+                resource_path("v1", "pods", namespace=self.ns, name=name),
+                grace_period_seconds=0,
+                preconditions={"uid": pod["metadata"]["uid"]},
+            )
+            note = f"Pod {name} was stuck terminating on lost node {node_name}; force-deleted it"
+            await self.events.post(self.body, WARNING, "ForceDeletedStuckPod", "Delete", note)
+        if (wait := next_overdue(self.obs.pods, now)) is not None:
+            self._again(wait + 1)
 
     # ---- status ------------------------------------------------------------------------------
     async def _status(
