@@ -65,6 +65,11 @@ test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local cont
 bench-create: $(STAMP) cluster-bins ## Time to create 32 groups x 8 pods (median of 3; bench/results/)
 	$(PY) -m bench.create_groups --groups 32 --size 8 --runs 3
 
+.PHONY: bench-recovery
+bench-recovery: $(STAMP) cluster-bins ## Group recovery after a worker restart / deletion (median of 5)
+	$(PY) -m bench.recovery --breaker restart --runs 5
+	$(PY) -m bench.recovery --breaker delete --runs 5
+
 ##@ Local cluster
 
 .PHONY: cluster-bins
