@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.nodes import NodeShape, fake_nodes
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import wait_for_objects
+from tests.cluster.controller.conftest import AddNode
 from tests.cluster.controller.helpers import (
     container,
     create_available,
@@ -34,26 +29,8 @@ def gpu_spec(role: str, gpus: int) -> dict[str, Any]:
     return {"containers": [container(role, resources={"limits": limits, "requests": limits})]}
 
 
-@pytest.fixture
-async def big_node(kube: Kube, local_cluster: LocalCluster | None) -> AsyncIterator[Any]:
-    """Adds, on demand, one simulated node with 32 GPUs; removed afterwards."""
-    if local_cluster is None:
-        pytest.skip("needs to add simulated nodes to the local cluster")
-    name = f"big-{secrets.token_hex(3)}"
-    added: list[str] = []
-
-    async def add() -> None:
-        (node,) = fake_nodes(NodeShape(count=1, gpus=32, name_prefix=name))
-        await kube.create(resource_path("v1", "nodes"), node)
-        added.append(node["metadata"]["name"])
-
-    yield add
-    for node_name in added:
-        await kube.delete(resource_path("v1", "nodes", name=node_name))
-
-
 async def test_leader_ready_holds_workers_until_the_leader_is_ready(
-    kube: Kube, lws_namespace: str, big_node: Any
+    kube: Kube, lws_namespace: str, add_big_node: AddNode
 ) -> None:
     ns = lws_namespace
     gated = lws_body(
@@ -84,7 +61,7 @@ async def test_leader_ready_holds_workers_until_the_leader_is_ready(
     await wait_pods(kube, ns, "eager", lambda pods: f"{ns}/eager-0-1" in pods, "a worker pod")
     assert list(await list_of(kube, "apps/v1", "statefulsets", ns, "gated")) == ["gated"]
 
-    await big_node()  # now both leaders fit: gated's workers follow its readiness
+    await add_big_node()  # now both leaders fit: gated's workers follow its readiness
     for name in ("gated", "eager"):
         await wait_lws(kube, ns, name, lambda o: is_available(o, 1), "Available")
     assert sorted(await list_of(kube, "apps/v1", "statefulsets", ns, "gated")) == [

@@ -3,19 +3,17 @@ and no other group; with None only the failed pod is replaced."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.nodes import NodeShape, fake_nodes
 from lws_operator.cluster.simulate import fail_pod, restart_container
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import Objects, wait_for_objects
+from tests.cluster.controller.conftest import AddNode
 from tests.cluster.controller.helpers import (
     container,
     create_available,
@@ -168,24 +166,8 @@ async def test_none_replaces_only_the_failed_pod(kube: Kube, lws_namespace: str)
     assert statuses[0]["restartCount"] == 1
 
 
-@pytest.fixture
-async def add_big_node(kube: Kube, local_cluster: LocalCluster | None) -> AsyncIterator[Any]:
-    if local_cluster is None:
-        pytest.skip("needs to add simulated nodes to the local cluster")
-    added: list[str] = []
-
-    async def add() -> None:
-        (node,) = fake_nodes(NodeShape(count=1, gpus=32, name_prefix=f"big-{secrets.token_hex(3)}"))
-        await kube.create(resource_path("v1", "nodes"), node)
-        added.append(node["metadata"]["name"])
-
-    yield add
-    for node_name in added:
-        await kube.delete(resource_path("v1", "nodes", name=node_name))
-
-
 async def test_recreate_after_start_waits_while_a_pod_is_pending(
-    kube: Kube, lws_namespace: str, add_big_node: Any
+    kube: Kube, lws_namespace: str, add_big_node: AddNode
 ) -> None:
     ns, name = lws_namespace, "late"
     big = {"limits": {"nvidia.com/gpu": "16"}, "requests": {"nvidia.com/gpu": "16"}}
