@@ -1,15 +1,31 @@
-"""Simulated failures for pods on kwok nodes, as a kubelet would report them.
+"""Simulated pod reports for pods on kwok nodes, as a kubelet would write them.
 
 kwok's stages never touch a Running pod (that has no Job owner) nor a Failed one, so a status
-written here stays until the pod is deleted."""
+written here stays until the pod is deleted.
+
+Readiness under the test's control: kwok's pod-ready stage skips pods annotated
+``lws-operator.local/hold-ready`` (any value; see kwok-stages.yaml), which stay Pending.
+:func:`make_ready` then writes what pod-ready would have written, and :func:`make_unready`
+reports a running pod as no longer ready."""
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+
+HOLD_READY_ANNOTATION = "lws-operator.local/hold-ready"
+"""A pod carrying this annotation (any value) is left Pending by kwok; see make_ready."""
+
+# Pod IPs written by make_ready when the pod has none: outside kwok's own pool (10.0.0.0/16,
+# see local.py), so they never collide with an address kwok handed out.
+_POD_IP_PREFIX = "10.1"
+# Conflicts (the pod changed between read and patch) retried by make_ready and make_unready.
+_CONFLICT_ATTEMPTS = 5
 
 
 def _now() -> str:
@@ -63,14 +79,159 @@ def failed_status(pod: dict[str, Any]) -> dict[str, Any]:
     return {"phase": "Failed", "containerStatuses": statuses, "conditions": conditions}
 
 
-async def _patch_status(kube: Kube, pod: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+def pod_ip_for(pod: dict[str, Any]) -> str:
+    """A stable pod IP for ``pod``: its current one, else one derived from its uid (or name)."""
+    current = (pod.get("status") or {}).get("podIP")
+    if current:
+        return str(current)
+    meta = pod.get("metadata") or {}
+    seed = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+    digest = hashlib.sha256(seed.encode()).digest()
+    return f"{_POD_IP_PREFIX}.{digest[0]}.{1 + digest[1] % 254}"
+
+
+def ready_status(
+    pod: dict[str, Any], *, pod_ip: str, host_ip: str | None, now: str | None = None
+) -> dict[str, Any]:
+    """What kwok's pod-ready stage writes for a scheduled pod (kwok-stages.yaml): phase
+    Running; Initialized, Ready, ContainersReady and every readiness gate True; each container
+    running and ready with restartCount 0; each init container completed (a sidecar, i.e.
+    restartPolicy Always: running and started); pod and host IPs; startTime.
+
+    A strategic-merge patch body: conditions merge by type, so PodScheduled is kept."""
+    now = now or _now()
+    spec = pod.get("spec") or {}
+    condition_types = ["Initialized", "Ready", "ContainersReady"]
+    condition_types += [g["conditionType"] for g in spec.get("readinessGates") or []]
+    status: dict[str, Any] = {
+        "phase": "Running",
+        "conditions": [
+            {"type": t, "status": "True", "lastTransitionTime": now} for t in condition_types
+        ],
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in spec.get("containers") or []
+        ],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "startTime": now,
+    }
+    init_statuses = []
+    for c in spec.get("initContainers") or []:
+        cs: dict[str, Any] = {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "ready": True,
+            "restartCount": 0,
+        }
+        if c.get("restartPolicy") == "Always":
+            cs["started"] = True
+            cs["state"] = {"running": {"startedAt": now}}
+        else:
+            cs["state"] = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": now,
+                    "finishedAt": now,
+                }
+            }
+        init_statuses.append(cs)
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    if host_ip:
+        status["hostIP"] = host_ip
+        status["hostIPs"] = [{"ip": host_ip}]
+    return status
+
+
+def unready_status(pod: dict[str, Any], now: str | None = None) -> dict[str, Any]:
+    """The pod's status after its readiness probe started failing: Ready and ContainersReady
+    False, every container not ready (still running, no restart). The phase is not written,
+    so a Running pod stays Running. A strategic-merge patch body, like ready_status."""
+    status = pod.get("status") or {}
+    statuses = [dict(cs) for cs in status.get("containerStatuses") or []]
+    if not statuses:
+        raise ValueError(f"pod {pod['metadata']['name']} has no container statuses yet")
+    for cs in statuses:
+        cs["ready"] = False
+    now = now or _now()
+    conditions = [
+        {"type": t, "status": "False", "lastTransitionTime": now, "reason": "ContainersNotReady"}
+        for t in ("Ready", "ContainersReady")
+    ]
+    return {"conditions": conditions, "containerStatuses": statuses}
+
+
+async def _patch_status(
+    kube: Kube, pod: dict[str, Any], status: dict[str, Any], *, kind: str = "merge"
+) -> dict[str, Any]:
     meta = pod["metadata"]
     path = resource_path(
         "v1", "pods", namespace=meta["namespace"], name=meta["name"], subresource="status"
     )
     # The resourceVersion makes the patch fail with 409 if the pod changed since it was read.
     body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status}
-    return await kube.patch(path, body, kind="merge")
+    return await kube.patch(path, body, kind=kind)
+
+
+async def _report(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    build: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Read the pod, build its status and patch it (strategic merge, with the resourceVersion
+    precondition); on a conflict read it again and retry."""
+    path = resource_path("v1", "pods", namespace=namespace, name=name)
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        pod = await kube.get(path)
+        status = await build(pod)
+        try:
+            return await _patch_status(kube, pod, status, kind="strategic")
+        except ApiError as e:
+            if not e.conflict or attempt == _CONFLICT_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _host_ip(kube: Kube, node_name: str) -> str | None:
+    node = await kube.get_or_none(resource_path("v1", "nodes", name=node_name))
+    for address in ((node or {}).get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address"))
+    return None
+
+
+async def make_ready(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    """Report a scheduled pod Running and Ready, as kwok's pod-ready stage would (for pods it
+    held back because of HOLD_READY_ANNOTATION, or after make_unready); returns the patched
+    pod. Raises ValueError if the pod is not scheduled yet: no kubelet runs it then."""
+
+    async def build(pod: dict[str, Any]) -> dict[str, Any]:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            raise ValueError(f"pod {namespace}/{name} is not scheduled yet")
+        host_ip = await _host_ip(kube, node_name)
+        return ready_status(pod, pod_ip=pod_ip_for(pod), host_ip=host_ip)
+
+    return await _report(kube, namespace, name, build)
+
+
+async def make_unready(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    """Report that a running pod is no longer ready (its readiness probe fails); returns the
+    patched pod."""
+
+    async def build(pod: dict[str, Any]) -> dict[str, Any]:
+        return unready_status(pod)
+
+    return await _report(kube, namespace, name, build)
 
 
 async def restart_container(
