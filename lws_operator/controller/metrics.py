@@ -1,0 +1,364 @@
+"""Prometheus metrics, and the ``/healthz`` and ``/readyz`` endpoints.
+
+The series copy controller-runtime's names, labels and buckets (``controller_runtime_*``,
+``workqueue_*``, ``leader_election_master_status``), so the dashboards and alerts written for
+upstream LWS's manager work unchanged; the LWS-specific series are prefixed ``lws_``. Served as
+plain HTTP (upstream serves HTTPS with token authorization; see docs/operations.md).
+
+Reconcile code reports through :class:`ReconcileMetrics` — one call where a group is
+recreated, one where the status is computed — and :class:`NoMetrics` is its silent stand-in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from lws_operator.controller.logs import reconciling
+from lws_operator.controller.queue import Handler, WorkQueue
+from lws_operator.plan.status import ObservedGroup
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "leaderworkerset"
+# controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics).
+RECONCILE_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
+    *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15),
+    *(20, 25, 30, 40, 50, 60),
+)
+WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+GROUP_STATES = ("ready", "not_ready", "updating")
+Key = tuple[str, str]
+
+
+class ReconcileMetrics(Protocol):
+    def group_recreated(self, namespace: str, name: str, reason: str) -> None: ...
+
+    def groups_observed(
+        self,
+        namespace: str,
+        name: str,
+        groups: Sequence[ObservedGroup],
+        desired: int,
+        rollout_done: bool,
+    ) -> None: ...
+
+    def forget(self, key: Key) -> None: ...
+
+
+class NoMetrics:
+    """Metrics that go nowhere (tests, tools)."""
+
+    def group_recreated(self, namespace: str, name: str, reason: str) -> None:
+        pass
+
+    def groups_observed(
+        self,
+        namespace: str,
+        name: str,
+        groups: Sequence[ObservedGroup],
+        desired: int,
+        rollout_done: bool,
+    ) -> None:
+        pass
+
+    def forget(self, key: Key) -> None:
+        pass
+
+
+def group_state(g: ObservedGroup) -> str:
+    """One state per group: not yet on the current revision is ``updating``; else ``ready``
+    when its leader and workers are ready; else ``not_ready``."""
+    if not (g.leader_updated and g.workers_updated):
+        return "updating"
+    return "ready" if g.leader_ready and g.workers_present and g.workers_ready else "not_ready"
+
+
+class _QueueCollector(Collector):
+    def __init__(self, queue: WorkQueue) -> None:
+        self.queue = queue
+
+    def collect(self) -> Iterable[Any]:
+        depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=["name"])
+        depth.add_metric([CONTROLLER], len(self.queue))
+        adds = CounterMetricFamily(
+            "workqueue_adds", "Total number of adds handled by workqueue", labels=["name"]
+        )
+        adds.add_metric([CONTROLLER], self.queue.adds)
+        yield depth
+        yield adds
+
+
+class Metrics:
+    """All series of one operator process, in their own registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        r = self.registry = registry or CollectorRegistry()
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=r,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller"],
+            buckets=RECONCILE_BUCKETS,
+            registry=r,
+        )
+        self.max_concurrent = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.webhook_requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code",
+            ["webhook", "code"],
+            registry=r,
+        )
+        self.webhook_latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            buckets=WEBHOOK_BUCKETS,
+            registry=r,
+        )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"],
+            registry=r,
+        )
+        self.groups = Gauge(
+            "lws_groups",
+            "Groups of a LeaderWorkerSet by state: ready, not_ready, or updating (not yet on "
+            "the current revision)",
+            ["namespace", "leaderworkerset", "state"],
+            registry=r,
+        )
+        self.recreations = Counter(
+            "lws_group_recreations_total",
+            "Groups recreated after a pod failure, by what happened to the pod (restarted, "
+            "failed, deleted)",
+            ["namespace", "leaderworkerset", "reason"],
+            registry=r,
+        )
+        self.rollout_desired = Gauge(
+            "lws_rollout_desired_groups",
+            "Groups a LeaderWorkerSet should have (spec.replicas)",
+            ["namespace", "leaderworkerset"],
+            registry=r,
+        )
+        self.rollout_updated = Gauge(
+            "lws_rollout_updated_groups",
+            "Groups on the current revision",
+            ["namespace", "leaderworkerset"],
+            registry=r,
+        )
+        self.rollout_in_progress = Gauge(
+            "lws_rollout_in_progress",
+            "1 while a rolling update of the LeaderWorkerSet is under way",
+            ["namespace", "leaderworkerset"],
+            registry=r,
+        )
+        for result in ("success", "error", "requeue", "requeue_after"):
+            self.reconcile_total.labels(CONTROLLER, result)
+        self.reconcile_errors.labels(CONTROLLER)
+        self._recreation_labels: dict[Key, set[str]] = {}
+
+    def watch_queue(self, queue: WorkQueue) -> None:
+        self.registry.register(_QueueCollector(queue))
+        self.max_concurrent.labels(CONTROLLER).set(queue.workers)
+
+    def instrument(self, handler: Handler) -> Handler:
+        """``handler`` timed and counted as controller-runtime counts reconciles, with the
+        LWS it works on in the context of every log line."""
+        total = self.reconcile_total
+        active = self.active_workers.labels(CONTROLLER)
+        timer = self.reconcile_time.labels(CONTROLLER)
+
+        async def reconcile(key: Any) -> float | None:
+            start = time.perf_counter()
+            active.inc()
+            try:
+                with reconciling(key):
+                    again = await handler(key)
+            except Exception:
+                total.labels(CONTROLLER, "error").inc()
+                self.reconcile_errors.labels(CONTROLLER).inc()
+                raise
+            else:
+                total.labels(CONTROLLER, "requeue_after" if again else "success").inc()
+                return again
+            finally:
+                active.dec()
+                timer.observe(time.perf_counter() - start)
+
+        return reconcile
+
+    def webhook_request(self, path: str, code: int, seconds: float) -> None:
+        self.webhook_requests.labels(path, str(code)).inc()
+        self.webhook_latency.labels(path).observe(seconds)
+
+    # ---- ReconcileMetrics ---------------------------------------------------------------------
+    def group_recreated(self, namespace: str, name: str, reason: str) -> None:
+        self.recreations.labels(namespace, name, reason).inc()
+        self._recreation_labels.setdefault((namespace, name), set()).add(reason)
+
+    def groups_observed(
+        self,
+        namespace: str,
+        name: str,
+        groups: Sequence[ObservedGroup],
+        desired: int,
+        rollout_done: bool,
+    ) -> None:
+        counts = dict.fromkeys(GROUP_STATES, 0)
+        for g in groups:
+            counts[group_state(g)] += 1
+        for state, n in counts.items():
+            self.groups.labels(namespace, name, state).set(n)
+        updated = sum(1 for g in groups if g.leader_updated and g.workers_updated)
+        self.rollout_desired.labels(namespace, name).set(desired)
+        self.rollout_updated.labels(namespace, name).set(updated)
+        self.rollout_in_progress.labels(namespace, name).set(0 if rollout_done else 1)
+
+    def forget(self, key: Key) -> None:
+        """Drop the series of a LeaderWorkerSet that is gone."""
+        ns, name = key
+        for state in GROUP_STATES:
+            _remove(self.groups, ns, name, state)
+        for gauge in (self.rollout_desired, self.rollout_updated, self.rollout_in_progress):
+            _remove(gauge, ns, name)
+        for reason in self._recreation_labels.pop(key, set()):
+            _remove(self.recreations, ns, name, reason)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _remove(metric: Gauge | Counter, *labels: str) -> None:
+    with contextlib.suppress(KeyError):
+        metric.remove(*labels)
+
+
+def parse_bind_address(address: str) -> tuple[str, int] | None:
+    """``":8443"`` → ("0.0.0.0", 8443); ``"127.0.0.1:0"`` → a free port; ``"0"`` → None
+    (disabled), as controller-runtime's bind addresses."""
+    if address in ("0", ""):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise ValueError(f"bind address {address!r} is not HOST:PORT or :PORT")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+class HttpEndpoint:
+    """One small aiohttp server (metrics, or health probes)."""
+
+    def __init__(self, name: str, bind: tuple[str, int], routes: Sequence[web.RouteDef]) -> None:
+        self.name = name
+        self.host, self.port = bind
+        self.routes = routes
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> int:
+        app = web.Application()
+        app.add_routes(self.routes)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        log.info("%s serving on http://%s:%d", self.name, self.host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+def metrics_endpoint(metrics: Metrics, bind: tuple[str, int]) -> HttpEndpoint:
+    async def serve(_: web.Request) -> web.Response:
+        body = metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return HttpEndpoint("metrics", bind, [web.get("/metrics", serve)])
+
+
+def health_endpoint(
+    bind: tuple[str, int], checks: Callable[[], Iterator[tuple[str, bool]]]
+) -> HttpEndpoint:
+    """``/healthz``: the process answers (its event loop runs). ``/readyz``: every named check
+    of ``checks`` passes; the body lists them, as Kubernetes components' ``?verbose``."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        results = list(checks())
+        lines = [f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}" for name, ok in results]
+        ok = all(passed for _, passed in results)
+        lines.append("readyz check passed" if ok else "readyz check failed")
+        return web.Response(status=200 if ok else 503, text="\n".join(lines) + "\n")
+
+    return HttpEndpoint(
+        "health probes", bind, [web.get("/healthz", healthz), web.get("/readyz", readyz)]
+    )
+
+
+async def serve_endpoints(
+    metrics_address: str,
+    health_address: str,
+    metrics: Metrics,
+    checks: Callable[[], Iterator[tuple[str, bool]]],
+) -> list[HttpEndpoint]:
+    """Start the metrics and health endpoints that are enabled; returns them (to stop)."""
+    started: list[HttpEndpoint] = []
+    metrics_bind = parse_bind_address(metrics_address)
+    health_bind = parse_bind_address(health_address)
+    try:
+        if metrics_bind is not None:
+            started.append(metrics_endpoint(metrics, metrics_bind))
+            await started[-1].start()
+        if health_bind is not None:
+            started.append(health_endpoint(health_bind, checks))
+            await started[-1].start()
+    except BaseException:
+        for endpoint in started:
+            await endpoint.stop()
+        raise
+    return started

@@ -1,0 +1,353 @@
+"""The kustomize install: every overlay builds; the kind overlay applies server-side with Pod
+Security `restricted` enforced on lws-system (the operator's pods are admitted); the deployed
+ServiceAccount's RBAC is enough for the operator (run with a token of it) and refuses the rest.
+
+The session operator is paused for this module: applying the install points the webhook
+configuration at the in-cluster Service (which kwok's simulated pods cannot serve) until an
+operator registers it again, and two operators must never reconcile the same objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lws_operator.api import constants as c
+from lws_operator.cluster.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
+from lws_operator.controller import certs
+from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.paths import resource_path
+from lws_operator.kube.wait import wait_for_objects
+from tests.cluster.controller.helpers import (
+    create_available,
+    is_available,
+    lws_body,
+    lws_path,
+    wait_lws,
+    wait_pods,
+)
+from tests.cluster.deploy.helpers import (
+    DEPLOY,
+    NAMESPACE,
+    OVERLAYS,
+    find,
+    kustomize,
+    run_kubectl,
+    service_account_kubeconfig,
+    wait_namespace_gone,
+)
+
+MANAGER = "lws-controller-manager"
+CLUSTER_SCOPED = (
+    ("rbac.authorization.k8s.io/v1", "clusterroles", "lws-manager-role"),
+    ("rbac.authorization.k8s.io/v1", "clusterroles", "lws-webhook-configuration-role"),
+    ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "lws-manager-rolebinding"),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        "lws-webhook-configuration-rolebinding",
+    ),
+)
+
+
+def own_revision(revision: dict[str, Any]) -> bool:
+    refs = revision["metadata"].get("ownerReferences") or []
+    return all(ref.get("kind") == c.KIND for ref in refs)
+
+
+def pod_of(deployment: dict[str, Any], name: str) -> dict[str, Any]:
+    template = copy.deepcopy(deployment["spec"]["template"])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, **template["metadata"]},
+        "spec": template["spec"],
+    }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_builds(overlay: str) -> None:
+    docs = kustomize(overlay)
+    kinds = {d["kind"] for d in docs}
+    assert {"CustomResourceDefinition", "Namespace", "Deployment", "Service"} <= kinds
+    assert "ValidatingAdmissionPolicy" in kinds and "MutatingWebhookConfiguration" in kinds
+    ns = find(docs, "Namespace", NAMESPACE)
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    deployment = find(docs, "Deployment", MANAGER)
+    assert deployment["spec"]["replicas"] == 2
+    spec = deployment["spec"]["template"]["spec"]
+    (manager,) = spec["containers"]
+    sc = manager["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for key in ("runAsUser", "runAsGroup", "fsGroup"):  # OpenShift assigns them
+        assert key not in spec["securityContext"] and key not in sc
+    assert manager["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert manager["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert "--leader-elect=true" in manager["args"]
+    roles = {d["metadata"]["name"] for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    webhook = find(docs, "MutatingWebhookConfiguration", "lws-mutating-webhook-configuration")
+    annotations = webhook["metadata"].get("annotations") or {}
+    if overlay == "kind":
+        assert "--webhook-service=lws-webhook-service" in manager["args"]
+        assert roles == {
+            "lws-manager-role",
+            "lws-webhook-configuration-role",
+            "lws-leader-election-role",
+            "lws-webhook-cert-role",
+        }
+        assert not annotations
+    else:
+        assert "--cert-dir=/tmp/k8s-webhook-server/serving-certs" in manager["args"]
+        assert not any(a.startswith("--webhook-service") for a in manager["args"])
+        # The operator writes neither the certificate nor the webhook configuration.
+        assert roles == {"lws-manager-role", "lws-leader-election-role"}
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        assert volumes["cert"]["secret"]["secretName"] == "lws-webhook-server-cert"
+    if overlay == "openshift":
+        service = find(docs, "Service", "lws-webhook-service")
+        assert service["metadata"]["annotations"] == {
+            "service.beta.openshift.io/serving-cert-secret-name": "lws-webhook-server-cert"
+        }
+        assert annotations == {"service.beta.openshift.io/inject-cabundle": "true"}
+    if overlay == "cert-manager":
+        assert annotations == {"cert-manager.io/inject-ca-from": "lws-system/lws-serving-cert"}
+        cert = find(docs, "Certificate", "lws-serving-cert")
+        assert cert["spec"]["secretName"] == "lws-webhook-server-cert"
+        assert "lws-webhook-service.lws-system.svc" in cert["spec"]["dnsNames"]
+
+
+@pytest.fixture(scope="module")
+async def installed(
+    kube: Kube,
+    kubeconfig: Path,
+    lws_api: None,
+    pause_session_operator: Callable[[], contextlib.AbstractAsyncContextManager[None]],
+) -> AsyncIterator[None]:
+    """The kind overlay, applied server-side like a user does; removed afterwards (not the
+    CRD and policy, which the session shares)."""
+    async with pause_session_operator():
+        # The paused operator registered its webhook by URL; the install's points at the
+        # Service (a merge of both would be invalid). The next operator registers it again.
+        await kube.delete(f"{WEBHOOK_CONFIGS}/{WEBHOOK_CONFIG}")
+        run_kubectl(
+            "--kubeconfig",
+            str(kubeconfig),
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-k",
+            str(DEPLOY / "overlays" / "kind"),
+        )
+        try:
+            yield
+        finally:
+            await kube.delete(resource_path("v1", "namespaces", name=NAMESPACE))
+            for api, plural, name in CLUSTER_SCOPED:
+                await kube.delete(resource_path(api, plural, name=name))
+            await wait_namespace_gone(kube, NAMESPACE)
+
+
+async def test_pod_security_restricted_admits_the_operator(kube: Kube, installed: None) -> None:
+    # The Deployment's own pods were admitted under enforce=restricted (the ReplicaSet
+    # controller could create them).
+    await wait_for_objects(
+        kube,
+        resource_path("v1", "pods", namespace=NAMESPACE),
+        lambda objs: len(objs) == 2,
+        timeout=60,
+        what="the operator Deployment's 2 pods created in lws-system",
+        label_selector="control-plane=controller-manager",
+    )
+    pods_path = resource_path("v1", "pods", namespace=NAMESPACE)
+    # And every overlay's pod template passes (dry run: admission runs, nothing is stored).
+    for overlay in OVERLAYS:
+        deployment = find(kustomize(overlay), "Deployment", MANAGER)
+        await kube.create(pods_path, pod_of(deployment, f"psa-{overlay}"), dry_run=True)
+    # Enforcement is really on: a pod that is not restricted is refused.
+    loose = pod_of(find(kustomize("kind"), "Deployment", MANAGER), "psa-loose")
+    del loose["spec"]["containers"][0]["securityContext"]
+    with pytest.raises(ApiError) as refused:
+        await kube.create(pods_path, loose, dry_run=True)
+    assert refused.value.status == 403 and "violates PodSecurity" in refused.value.message
+
+
+async def test_other_overlays_apply_server_side(kubeconfig: Path, installed: None) -> None:
+    """openshift and cert-manager, as a server-side dry run (cert-manager's own kinds are not
+    installed here, so its Issuer and Certificate are left out; the CRD is the kind overlay's,
+    applied already)."""
+    import yaml
+
+    for overlay in ("openshift", "cert-manager"):
+        docs = [
+            d
+            for d in kustomize(overlay)
+            if not d["apiVersion"].startswith("cert-manager.io")
+            and d["kind"] != "CustomResourceDefinition"
+        ]
+        run_kubectl(
+            "--kubeconfig",
+            str(kubeconfig),
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump_all(docs),
+        )
+
+
+@pytest.fixture(scope="module")
+async def sa_kube(
+    kube: Kube, kubeconfig: Path, installed: None, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[Kube, Path]]:
+    path = await service_account_kubeconfig(
+        kube, kubeconfig, tmp_path_factory.mktemp("sa") / "sa.kubeconfig"
+    )
+    async with await Kube.connect(path, user_agent="lws-rbac-test") as client:
+        yield client, path
+
+
+async def test_the_service_account_runs_the_operator(
+    kube: Kube,
+    sa_kube: tuple[Kube, Path],
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """The operator with only the deployed ServiceAccount's rights (and leader election on its
+    Lease): create with exclusive placement and per-replica Services, scale, recreate a group,
+    roll out, delete. Then the certificate Secret path of in-cluster mode."""
+    client, sa_config = sa_kube
+    log = tmp_path / "operator.log"
+    op = await start_operator(
+        kube, sa_config, log, "--leader-elect", "--operator-namespace", NAMESPACE
+    )
+    try:
+        ns, name = namespace, "rbac"
+        body = lws_body(
+            name,
+            replicas=2,
+            size=2,
+            subdomain="UniquePerReplica",
+            annotations={c.EXCLUSIVE_KEY_ANNOTATION: "topology.kubernetes.io/rack"},
+        )
+        lws = await create_available(kube, ns, body)
+        await kube.patch(lws_path(ns, name), {"spec": {"replicas": 3}})
+        await wait_lws(kube, ns, name, lambda o: is_available(o, 3), "Available with 3")
+
+        await kube.delete(resource_path("v1", "pods", namespace=ns, name=f"{name}-0-1"))
+        await wait_for_objects(
+            kube,
+            resource_path("events.k8s.io/v1", "events", namespace=ns),
+            lambda objs: any(e.get("reason") == "RecreateGroup" for e in objs.values()),
+            timeout=60,
+            what="a RecreateGroup event",
+            field_selector=f"regarding.uid={lws['metadata']['uid']}",
+        )
+        await wait_lws(kube, ns, name, lambda o: is_available(o, 3), "Available again")
+
+        worker = {
+            "name": "worker",
+            "image": "registry.k8s.io/pause:3.10",
+            "env": [{"name": "V", "value": "2"}],
+        }
+        template = {"spec": {"containers": [worker]}}
+        await kube.patch(
+            lws_path(ns, name), {"spec": {"leaderWorkerTemplate": {"workerTemplate": template}}}
+        )
+        await wait_lws(
+            kube,
+            ns,
+            name,
+            lambda o: is_available(o, 3) and (o.get("status") or {}).get("updatedReplicas") == 3,
+            "rolled out",
+            timeout=180,
+        )
+        # The old revision is deleted once the update is complete (controllerrevisions delete).
+        await wait_for_objects(
+            kube,
+            resource_path("apps/v1", "controllerrevisions", namespace=ns),
+            lambda objs: sum(own_revision(r) for r in objs.values()) == 1,
+            timeout=30,
+            what="one LeaderWorkerSet revision left",
+            label_selector=f"{c.SET_NAME_LABEL}={name}",
+        )
+
+        await kube.delete(lws_path(ns, name))
+        await wait_pods(kube, ns, name, lambda pods: not pods, "all pods gone")
+        op.check_alive()
+    finally:
+        await op.stop()
+    lease = await kube.get(
+        resource_path("coordination.k8s.io/v1", "leases", namespace=NAMESPACE, name="lws-operator")
+    )
+    assert lease["spec"]["holderIdentity"] == ""  # released on a clean stop
+    text = log.read_text()
+    assert "Forbidden" not in text and " 403" not in text, text[-3000:]
+
+    # In-cluster certificate management: create, read, replace and watch its own Secret.
+    first = await certs.ensure_secret_cert(client, namespace=NAMESPACE, service="svc-a")
+    again = await certs.ensure_secret_cert(client, namespace=NAMESPACE, service="svc-a")
+    assert again.leaf == first.leaf
+    renewed = await certs.ensure_secret_cert(client, namespace=NAMESPACE, service="svc-b")
+    assert renewed.leaf != first.leaf
+    secrets = resource_path("v1", "secrets", namespace=NAMESPACE)
+    own = f"metadata.name={certs.SECRET_NAME}"
+    assert len((await client.list(secrets, field_selector=own))["items"]) == 1
+    async for kind, _ in client.watch(secrets, field_selector=own, timeout_seconds=5):
+        assert kind == "ADDED"
+        break
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", resource_path("v1", "secrets"), None),
+        ("GET", resource_path("v1", "secrets", namespace=NAMESPACE, name="other"), None),
+        ("GET", resource_path("v1", "secrets", namespace="kube-system"), None),
+        ("DELETE", resource_path("v1", "namespaces", name="default"), None),
+        ("GET", resource_path("v1", "configmaps", namespace=NAMESPACE), None),
+        ("PATCH", resource_path("v1", "nodes", name="gpu-node-0"), {"metadata": {}}),
+        ("POST", resource_path("v1", "pods", namespace="default"), {"metadata": {}}),
+        ("PATCH", lws_path("default", "x"), {"metadata": {}}),
+        (
+            "GET",
+            resource_path("coordination.k8s.io/v1", "leases", namespace="kube-system", name="x"),
+            None,
+        ),
+        (
+            "PUT",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/other",
+            {"metadata": {"name": "other"}},
+        ),
+        ("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", None),
+    ],
+    ids=[
+        "list-secrets-everywhere",
+        "read-another-secret",
+        "list-kube-system-secrets",
+        "delete-a-namespace",
+        "list-configmaps",
+        "patch-a-node",
+        "create-a-pod",
+        "patch-a-leaderworkerset-spec",
+        "read-another-lease",
+        "write-another-webhook-configuration",
+        "list-clusterroles",
+    ],
+)
+async def test_requests_outside_the_role_are_refused(
+    sa_kube: tuple[Kube, Path], method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    client, _ = sa_kube
+    content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    with pytest.raises(ApiError) as refused:
+        await client.request(method, path, body=body, content_type=content_type)
+    assert refused.value.status == 403, refused.value

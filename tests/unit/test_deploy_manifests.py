@@ -1,0 +1,55 @@
+"""The install manifests agree with the code: the webhook configuration the operator writes,
+its names, ports and flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lws_operator.cli import build_parser
+from lws_operator.controller import certs, webhook
+from lws_operator.controller.leader import LEASE_NAME
+
+BASE = Path(__file__).resolve().parents[2] / "deploy" / "base"
+
+
+def docs(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((BASE / name).read_text()) if d]
+
+
+def test_the_webhook_manifest_is_what_the_operator_registers() -> None:
+    (manifest,) = docs("webhook.yaml")
+    written = webhook.webhook_configuration(
+        webhook.client_config_service("lws-webhook-service", "lws-system"), b""
+    )
+    del written["webhooks"][0]["clientConfig"]["caBundle"]
+    assert manifest["metadata"]["name"] == written["metadata"]["name"]
+    assert manifest["webhooks"] == written["webhooks"]
+
+
+def test_rbac_names_the_operators_own_objects() -> None:
+    rbac = {(d["kind"], d["metadata"]["name"]): d for d in docs("rbac.yaml")}
+    cert_rules = rbac["Role", "lws-webhook-cert-role"]["rules"]
+    assert cert_rules[0]["resourceNames"] == [certs.SECRET_NAME]
+    assert "create" not in cert_rules[0]["verbs"] and cert_rules[1]["verbs"] == ["create"]
+    lease_rules = rbac["Role", "lws-leader-election-role"]["rules"]
+    assert lease_rules[0]["resourceNames"] == [LEASE_NAME]
+    hook_rules = rbac["ClusterRole", "lws-webhook-configuration-role"]["rules"]
+    assert hook_rules[0]["resourceNames"] == [webhook.CONFIGURATION_NAME]
+    manager = rbac["ClusterRole", "lws-manager-role"]["rules"]
+    resources = {r for rule in manager for r in rule["resources"]}
+    assert {"leaderworkersets/finalizers", "pods/finalizers"} <= resources
+    assert "secrets" not in resources  # only through the namespaced Role above
+
+
+def test_the_deployment_args_parse() -> None:
+    (deployment,) = docs("deployment.yaml")
+    (manager,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(manager["args"])
+    assert args.webhook_service == "lws-webhook-service" and args.leader_elect is True
+    assert args.metrics_bind_address == ":8443" and args.health_probe_bind_address == ":8081"
+    ports = {p["name"]: p["containerPort"] for p in manager["ports"]}
+    assert ports == {"webhook": args.webhook_port, "metrics": 8443, "health": 8081}
+    assert args.log_format == "json"
