@@ -59,6 +59,52 @@ test-unit: $(STAMP) ## Unit and property tests only (no cluster)
 test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)
 	$(PY) -m pytest tests/cluster $(PYTEST_ARGS)
 
+##@ Build and deploy (need Docker, or CONTAINER_TOOL=podman; kind for test-kind)
+
+IMG ?= lws-operator:dev
+CONTAINER_TOOL ?= docker
+KIND ?= kind
+KIND_CLUSTER ?= lws-operator
+KUBECTL ?= kubectl
+OVERLAY ?= kind
+
+.PHONY: docker-build
+docker-build: ## Build the operator image $(IMG) (UBI 9 Python, non-root)
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push $(IMG)
+	$(CONTAINER_TOOL) push $(IMG)
+
+# An overlay of deploy/overlays/$(OVERLAY) that runs $(IMG), in .local (git-ignored).
+.PHONY: deploy-overlay
+deploy-overlay:
+	@mkdir -p $(LOCAL)/deploy
+	@img='$(IMG)'; name="$${img%:*}"; tag="$${img##*:}"; \
+	case "$$img" in *:*) case "$$tag" in */*) name="$$img"; tag=latest;; esac;; *) name="$$img"; tag=latest;; esac; \
+	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../deploy/overlays/%s]\nimages:\n  - name: lws-operator\n    newName: %s\n    newTag: "%s"\n' \
+		'$(OVERLAY)' "$$name" "$$tag" > $(LOCAL)/deploy/kustomization.yaml
+
+.PHONY: deploy
+deploy: deploy-overlay ## Install into the current kubectl context: OVERLAY=kind|openshift|cert-manager, IMG
+	$(KUBECTL) apply --server-side --force-conflicts -k $(LOCAL)/deploy
+	$(KUBECTL) -n lws-system rollout status deployment/lws-controller-manager --timeout=180s
+
+.PHONY: undeploy
+undeploy: deploy-overlay ## Remove what deploy installed (the CRD too: deletes every LeaderWorkerSet)
+	$(KUBECTL) delete --ignore-not-found -k $(LOCAL)/deploy
+
+.PHONY: test-kind
+test-kind: $(STAMP) ## kind cluster + image + kind overlay, then the cluster tests against the deployed operator
+	@command -v $(KIND) >/dev/null || { echo "test-kind: $(KIND) is not installed"; exit 1; }
+	$(KIND) get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --wait 120s
+	@mkdir -p $(LOCAL)
+	$(KIND) get kubeconfig --name $(KIND_CLUSTER) > $(LOCAL)/kind.kubeconfig
+	$(MAKE) docker-build IMG=$(IMG)
+	$(KIND) load docker-image $(IMG) --name $(KIND_CLUSTER)
+	$(MAKE) deploy OVERLAY=kind IMG=$(IMG) KUBECTL="$(KUBECTL) --kubeconfig $(LOCAL)/kind.kubeconfig"
+	LWS_TEST_KUBECONFIG=$(LOCAL)/kind.kubeconfig LWS_TEST_OPERATOR=external $(PY) -m pytest tests/cluster $(PYTEST_ARGS)
+
 ##@ Benchmarks
 
 .PHONY: bench-create

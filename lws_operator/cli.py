@@ -60,15 +60,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the operator until SIGINT/SIGTERM."""
     import asyncio
-    import logging
     import signal
 
+    from lws_operator.controller.leader import LeadershipLost
+    from lws_operator.controller.logs import configure as configure_logging
     from lws_operator.controller.operator import OperatorConfig, run
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(fmt=args.log_format, verbose=args.verbose)
+    from lws_operator.config import ConfigError, load
+
+    try:
+        file = load(args.config) if args.config is not None else None
+    except ConfigError as e:
+        print(f"lws-operator run: {e}", file=sys.stderr)
+        return 2
     config = OperatorConfig(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace or ()),
@@ -76,8 +81,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         webhook_bind_host=args.webhook_host,
         webhook_port=args.webhook_port,
         webhook_service=args.webhook_service,
+        **_operations_options(args),
         namespace=args.operator_namespace,
-        gang_provider=args.gang_provider,
+        # An explicit flag overrides the file.
+        gang_provider=args.gang_provider or (file.gang_provider if file else None),
     )
 
     async def main() -> None:
@@ -87,7 +94,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await run(config, stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except LeadershipLost:
+        return 1  # the Lease was lost: exit, Kubernetes restarts us as a candidate
     return 0
 
 
@@ -149,10 +159,86 @@ def build_parser() -> argparse.ArgumentParser:
         default=_operator_namespace(),
         help="namespace of the operator's own objects (default: the pod's, else lws-system)",
     )
+    run.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="configuration file (docs/configuration.md); flags given explicitly override it",
+    )
     run.add_argument("--gang-provider", choices=["volcano", "kubernetes"], default=None)
+    _add_operations_flags(run)
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(handler=cmd_run)
     return parser
+
+
+def _flag_bool(value: str) -> bool:
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
+
+
+def _add_operations_flags(run: argparse.ArgumentParser) -> None:
+    """High availability, certificates from elsewhere, metrics, probes, log format
+    (docs/operations.md). Defaults follow upstream's manager in cluster; out of cluster,
+    leader election, metrics and probes are off unless asked for."""
+    run.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="serve DIR/tls.crt and DIR/tls.key (reloaded when they change), made by someone "
+        "else (OpenShift service CA, cert-manager); the operator then writes neither the "
+        "certificate Secret nor the webhook configuration",
+    )
+    run.add_argument(
+        "--leader-elect",
+        type=_flag_bool,
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="BOOL",
+        help="only the holder of the Lease lws-operator in the operator namespace reconciles "
+        "(default: true in cluster, false out of cluster)",
+    )
+    run.add_argument("--leader-elect-lease-duration", type=float, default=15.0, metavar="S")
+    run.add_argument("--leader-elect-renew-deadline", type=float, default=10.0, metavar="S")
+    run.add_argument("--leader-elect-retry-period", type=float, default=2.0, metavar="S")
+    run.add_argument(
+        "--metrics-bind-address",
+        default=None,
+        metavar="ADDR",
+        help="where /metrics is served, plain HTTP, [HOST]:PORT or 0 for off "
+        "(default :8443 in cluster, 0 out of cluster)",
+    )
+    run.add_argument(
+        "--health-probe-bind-address",
+        default=None,
+        metavar="ADDR",
+        help="where /healthz and /readyz are served, [HOST]:PORT or 0 for off "
+        "(default :8081 in cluster, 0 out of cluster)",
+    )
+    run.add_argument("--log-format", choices=["text", "json"], default="text")
+
+
+def _operations_options(args: argparse.Namespace) -> dict[str, Any]:
+    in_cluster = args.kubeconfig is None and _SA_DIR.joinpath("token").exists()
+    return {
+        "cert_dir": args.cert_dir,
+        "leader_elect": in_cluster if args.leader_elect is None else args.leader_elect,
+        "lease_duration": args.leader_elect_lease_duration,
+        "renew_deadline": args.leader_elect_renew_deadline,
+        "retry_period": args.leader_elect_retry_period,
+        "metrics_bind_address": args.metrics_bind_address or (":8443" if in_cluster else "0"),
+        "health_probe_bind_address": args.health_probe_bind_address
+        or (":8081" if in_cluster else "0"),
+    }
+
+
+_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 def _operator_namespace() -> str:

@@ -66,6 +66,11 @@ KCM_CONTROLLERS = ",".join(
         "root-ca-certificate-publisher-controller",
         "clusterrole-aggregation-controller",
         "podgroup-protection-controller",
+        # Storage: bind claims to pre-created PersistentVolumes (no provisioner runs), and
+        # let claims and volumes be deleted once nothing uses them.
+        "persistentvolume-binder-controller",
+        "persistentvolume-protection-controller",
+        "persistentvolumeclaim-protection-controller",
         "validatingadmissionpolicy-status-controller",
     ]
 )

@@ -15,9 +15,18 @@ WEBHOOK_CONFIG = "lws-mutating-webhook-configuration"
 
 
 class OperatorProcess:
-    def __init__(self, proc: asyncio.subprocess.Process, log: Path) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        log: Path,
+        kubeconfig: Path | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
         self.proc = proc
         self.log = log
+        # How it was started, for restart().
+        self.kubeconfig = kubeconfig
+        self.args = args
 
     @property
     def pid(self) -> int:
@@ -31,6 +40,12 @@ class OperatorProcess:
             raise AssertionError(
                 f"the operator exited with code {self.proc.returncode}:\n{self.tail()}"
             )
+
+    async def restart(self, kube: Kube, timeout: float = 60) -> None:
+        """Start it again, with the same arguments and log, once stopped."""
+        assert self.kubeconfig is not None and self.proc.returncode is not None
+        fresh = await start_operator(kube, self.kubeconfig, self.log, *self.args, timeout=timeout)
+        self.proc = fresh.proc
 
     async def stop(self, timeout: float = 15) -> None:
         if self.proc.returncode is None:
@@ -64,7 +79,7 @@ async def start_operator(
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
         )
-    op = OperatorProcess(proc, log)
+    op = OperatorProcess(proc, log, kubeconfig, tuple(extra_args))
 
     def registered(objs: dict[str, dict[str, object]]) -> bool:
         meta = (objs.get(WEBHOOK_CONFIG) or {}).get("metadata") or {}

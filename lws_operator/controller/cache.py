@@ -99,6 +99,8 @@ class Observed:
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     services: dict[str, dict[str, Any]] = field(default_factory=dict)
     revisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Gang PodGroups (metadata only); watched only with a gang provider.
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _by_name(objs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -150,6 +152,7 @@ class Cache:
             pods=_by_name(self._get("lws_pods", key)),
             services=_by_name(self._get("lws_services", key)),
             revisions=_by_name(self._get("lws_revisions", key)),
+            podgroups=_by_name(self._get("lws_podgroups", key)),
         )
 
     def keys(self) -> list[Key]:

@@ -30,11 +30,15 @@ from lws_operator.controller.cache import (
     project_revision,
     project_statefulset,
 )
+from lws_operator.controller.external_certs import ExternalCertKeeper
+from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
+from lws_operator.controller.metrics import Metrics, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
 from lws_operator.kube.client import Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan import gang
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,18 @@ class OperatorConfig:
     webhook_service: str | None = None
     namespace: str = "lws-system"
     gang_provider: str | None = None
+    # Serve tls.crt/tls.key from this directory (certificate and caBundle made by someone
+    # else: OpenShift's service CA, cert-manager); then no Secret or webhook configuration
+    # is written.
+    cert_dir: Path | None = None
+    # Only the holder of the Lease `lws-operator` in `namespace` reconciles.
+    leader_elect: bool = False
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    # HOST:PORT or :PORT of /metrics and of /healthz and /readyz; "0" disables.
+    metrics_bind_address: str = "0"
+    health_probe_bind_address: str = "0"
 
 
 # (index id, API group, version, plural, projection). Every resource except LWS is watched with
@@ -69,12 +85,22 @@ _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None
 )
 
 
+def _children(config: OperatorConfig) -> tuple[Any, ...]:
+    """The watched child resources; with a gang provider also its PodGroups (a missing
+    PodGroup is recreated). Resources are resolved once at start: a PodGroup CRD installed
+    later needs an operator restart."""
+    if config.gang_provider is None:
+        return _CHILDREN
+    group, version = gang.api_version(config.gang_provider).split("/")
+    return (*_CHILDREN, ("lws_podgroups", group, version, gang.PLURAL, project_meta))
+
+
 def settings(config: OperatorConfig) -> kopf.OperatorSettings:
     s = kopf.OperatorSettings()
     s.posting.enabled = False  # our Events are the upstream-compatible ones, written by us
     s.scanning.disabled = True
     s.watching.server_timeout = 300
-    for _, group, version, plural, _ in _CHILDREN:
+    for _, group, version, plural, _ in _children(config):
         s.watching.label_selectors[group, version, plural] = c.SET_NAME_LABEL
     return s
 
@@ -99,7 +125,7 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
 
     kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="lws_events", registry=reg)(on_lws)
 
-    for index_id, group, version, plural, projection in _CHILDREN:
+    for index_id, group, version, plural, projection in _children(config):
 
         def child_index(
             _project: Callable[[Any], dict[str, Any] | None] = projection, **kw: Any
@@ -211,13 +237,46 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         os.environ["KUBECONFIG"] = str(config.kubeconfig)
     kube = await Kube.connect(config.kubeconfig, user_agent=USER_AGENT)
     cache = Cache()
-    reconciler = Reconciler(kube, cache, EventRecorder(kube))
-    queue = WorkQueue(reconciler, workers=config.workers)
-    keeper = WebhookKeeper(kube, config)
+    metrics = Metrics()
+    reconciler = Reconciler(
+        kube, cache, EventRecorder(kube), metrics=metrics, gang_provider=config.gang_provider
+    )
+    queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
+    metrics.watch_queue(queue)
+    keeper: WebhookKeeper | ExternalCertKeeper = (
+        ExternalCertKeeper(
+            config.cert_dir, config.webhook_bind_host, config.webhook_port, config.gang_provider
+        )
+        if config.cert_dir is not None
+        else WebhookKeeper(kube, config)
+    )
+    keeper.server.on_request = metrics.webhook_request
+    kopf_ready = asyncio.Event()
+    endpoints = await serve_endpoints(
+        config.metrics_bind_address,
+        config.health_probe_bind_address,
+        metrics,
+        lambda: iter([("webhook", keeper.server.serving), ("informers", kopf_ready.is_set())]),
+    )
     await keeper.start()
     log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)
-    queue.start()
     stop_flag = stop or asyncio.Event()
+    leadership = Leadership(
+        LeaderElector(
+            kube,
+            config.namespace,
+            lease_duration=config.lease_duration,
+            renew_deadline=config.renew_deadline,
+            retry_period=config.retry_period,
+        )
+        if config.leader_elect
+        else None,
+        queue.start,
+        queue.stop,
+        stop_flag,
+        lambda leading: metrics.leader.labels(LEASE_NAME).set(int(leading)),
+    )
+    leadership.start()
     try:
         await kopf.operator(
             registry=registry(cache, queue, config),
@@ -226,8 +285,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             namespaces=config.namespaces,
             standalone=True,
             stop_flag=stop_flag,
+            ready_flag=kopf_ready,
         )
     finally:
         await queue.stop()
+        await leadership.stop()
         await keeper.stop()
+        for endpoint in endpoints:
+            await endpoint.stop()
         await kube.close()
+    leadership.check()

@@ -32,6 +32,7 @@ class WorkQueue:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     processed: int = 0
     errors: int = 0
+    adds: int = 0  # keys put in the queue (workqueue_adds_total)
 
     def add(self, key: Hashable) -> None:
         if key in self._active:
@@ -39,6 +40,7 @@ class WorkQueue:
         elif key not in self._queued:
             self._queued.add(key)
             self._queue.put_nowait(key)
+            self.adds += 1
 
     def add_after(self, key: Hashable, delay: float) -> None:
         """Add ``key`` after ``delay`` seconds; an earlier pending timer for it wins."""

@@ -20,9 +20,11 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, StartupPolicy
 from lws_operator.api.models import SubdomainPolicy as Subdomain
 from lws_operator.controller.cache import Cache, Key, Observed
+from lws_operator.controller.metrics import NoMetrics, ReconcileMetrics
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import NORMAL, WARNING, EventRecorder
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan import claims, gang
 from lws_operator.plan import revision as rev
 from lws_operator.plan import statefulsets as sts_plan
 from lws_operator.plan.diff import contains
@@ -53,17 +55,28 @@ class Reconciler:
     events: EventRecorder
     # (uid, generation) of LWS objects already reported invalid: one Warning per generation.
     _reported_invalid: set[tuple[str, int]] = field(default_factory=set)
+    # Gang scheduling: "kubernetes" or "volcano" creates a PodGroup per group (plan/gang.py).
+    gang_provider: str | None = None
+    # (uid, revision key) of LWS objects already told their new claims cannot be applied.
+    _reported_claims: set[tuple[str, str]] = field(default_factory=set)
+    metrics: ReconcileMetrics = field(default_factory=NoMetrics)
 
     async def __call__(self, key: Key) -> float | None:
         obs = self.cache.observe(key)
         if obs.lws is None or is_deleting(obs.lws):
+            self.metrics.forget(key)
             return None
         try:
             lws = LeaderWorkerSet.model_validate(obs.lws)
         except ValidationError as e:
             await self._report_invalid(obs.lws, e)
             return None
-        return await _Pass(self, lws, obs, self.cache.lost_pods(key)).run()
+        try:
+            return await _Pass(self, lws, obs, self.cache.lost_pods(key)).run()
+        except ApiError as e:
+            if e.status == 403 and "being terminated" in e.message:
+                return None  # its namespace is going away, and everything in it
+            raise
 
     async def _report_invalid(self, body: dict[str, Any], error: ValidationError) -> None:
         meta = body.get("metadata") or {}
@@ -97,8 +110,9 @@ class _Pass:
         obs: Observed,
         lost_pods: list[tuple[str, str]],
     ) -> None:
-        self.kube, self.events = r.kube, r.events
+        self.kube, self.events, self.metrics = r.kube, r.events, r.metrics
         self.lost_pods = lost_pods
+        self.reconciler = r
         self.lws, self.obs = lws, obs
         self.name, self.ns = lws.name, lws.namespace
         self.uid = str(lws.metadata.get("uid", ""))
@@ -261,7 +275,9 @@ class _Pass:
             partition=partition,
             max_unavailable=max_unavailable,
         )
-        if current is not None and contains(current, desired):
+        if current is not None and not await self._claims_allowed(current, desired, key):
+            return
+        if current is not None and contains(current, sts_plan.as_served(desired, current)):
             return
         try:
             await self.kube.apply(self._path(STS, self.name), desired)
@@ -297,6 +313,39 @@ class _Pass:
                 else f"Updating replicas {partition} to {old - 1} (inclusive)"
             )
             await self.events.post(self.body, NORMAL, "GroupsUpdating", "Update", note)
+
+    async def _claims_allowed(
+        self, current: dict[str, Any], desired: dict[str, Any], key: str
+    ) -> bool:
+        """Kubernetes forbids changing a StatefulSet's volumeClaimTemplates (plan/claims.py):
+        with the same claim names the leader StatefulSet keeps its own (``desired`` is changed
+        in place) and the rest is applied; with claims added, removed or renamed nothing is
+        applied. One Warning event per revision."""
+        conflict = claims.claims_conflict(desired, current)
+        if conflict is None:
+            return True
+        if conflict == claims.KEEP:
+            claims.keep_claims(desired, current)
+            reason = "VolumeClaimTemplatesKept"
+            note = (
+                f"volumeClaimTemplates changed, but Kubernetes does not allow changing them on "
+                f"StatefulSet {self.name}: leader pods keep the existing claims; worker "
+                "StatefulSets created from now on get the new ones"
+            )
+        else:
+            reason = "FailedUpdate"
+            note = (
+                "volumeClaimTemplates of an existing LeaderWorkerSet cannot gain, lose or rename "
+                f"claims (Kubernetes does not allow changing them on StatefulSet {self.name}); "
+                "nothing is applied, scaling included, until the claim names are restored; or "
+                "delete and recreate the LeaderWorkerSet"
+            )
+        mark = (self.uid, key)
+        if mark not in self.reconciler._reported_claims:
+            self.reconciler._reported_claims.add(mark)
+            log.warning("%s/%s: %s", self.ns, self.name, note)
+            await self.events.post(self.body, WARNING, reason, "Update", note)
+        return conflict == claims.KEEP
 
     # ---- Services --------------------------------------------------------------------------
     async def _services(self) -> None:
@@ -343,6 +392,8 @@ class _Pass:
                 replica_service(self.name, {**leader, "metadata": {**leader["metadata"]}}),
                 "Failed to create headless service for error: %s",
             )
+        if self.reconciler.gang_provider is not None and not await self._pod_group(leader, spec):
+            return
         if spec.leader_worker_template.size == 1 or group.workers is not None:
             return
         stale = self.obs.statefulsets.get(leader_name)
@@ -359,7 +410,11 @@ class _Pass:
             return
         if self.lws.spec.startup_policy == StartupPolicy.LEADER_READY and not pod_ready(leader):
             return  # the leader's readiness change wakes us
-        node_selector = await self._exclusive_node_selector(leader)
+        # Under a gang the leader waits for its workers: they follow it by affinity instead.
+        topology = self.lws.annotations.get(c.EXCLUSIVE_KEY_ANNOTATION)
+        follow = bool(self.reconciler.gang_provider and topology)
+        follow = follow and not (leader.get("spec") or {}).get("nodeName")
+        node_selector = {} if follow else await self._exclusive_node_selector(leader)
         if node_selector is None:
             return
         body = sts_plan.worker_statefulset(
@@ -369,6 +424,8 @@ class _Pass:
             node_selector=node_selector,
             leader_requests_tpus=bool(leader.get("spec", {}).get("requestsTpus")),
         )
+        if follow and topology:
+            gang.follow_leader(body, leader, topology)
         created = await self._create(
             self._path(STS),
             body,
@@ -382,6 +439,33 @@ class _Pass:
                 "Create",
                 f"Created worker statefulset for leader pod {leader_name}",
             )
+
+    async def _pod_group(self, leader: dict[str, Any], spec: LeaderWorkerSetSpec) -> bool:
+        """Create the group's PodGroup when it does not exist, before the worker StatefulSet
+        (contract 3.5); never updated. False when it could not be created."""
+        provider = self.reconciler.gang_provider or ""
+        name = gang.pod_group_name(self.name, leader)
+        if name in self.obs.podgroups:
+            return True
+        api = gang.api_version(provider)
+        try:
+            body = gang.pod_group(provider, self.lws, spec, leader)
+        except ValueError as e:  # a quantity the API server would not have accepted
+            await self.events.post(
+                self.body, WARNING, "FailedCreate", "Create", f"PodGroup {name}: {e}"
+            )
+            return False
+        try:
+            await self.kube.create(resource_path(api, gang.PLURAL, namespace=self.ns), body)
+        except ApiError as e:
+            if e.status == 409:
+                return True
+            hint = f" (is the {api} PodGroup API served?)" if e.status == 404 else ""
+            note = f"Failed to create PodGroup {name}: {e.message}{hint}"
+            await self.events.post(self.body, WARNING, "FailedCreate", "Create", note)
+            self._again(30.0)
+            return False
+        return True
 
     async def _exclusive_node_selector(self, leader: dict[str, Any]) -> dict[str, str] | None:
         """With exclusive placement, the workers follow their leader into its topology domain:
@@ -443,7 +527,10 @@ class _Pass:
             ),
             return_exceptions=False,
         )
-        log.info("%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why)
+        log.info(
+            "%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why, extra={"group": plan.index}
+        )
+        self.metrics.group_recreated(self.ns, self.name, plan.why)
         await self.events.post(self.body, NORMAL, "RecreateGroup", "Delete", plan.note)
 
     async def _release_stuck_pods(self) -> None:
@@ -506,4 +593,7 @@ class _Pass:
             await self.kube.patch(path, {"status": result.status}, kind="merge")
             for event in result.events:
                 await self.events.post(self.body, NORMAL, event.reason, "Update", event.note)
+        self.metrics.groups_observed(
+            self.ns, self.name, observed, spec.replicas, result.update_done
+        )
         return result.update_done

@@ -13,6 +13,8 @@ import json
 import logging
 import ssl
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,8 @@ class WebhookServer:
         self.gang_provider = gang_provider
         self.requests = 0
         self.denied = 0
+        # Called with (path, HTTP status, seconds) after each request (metrics).
+        self.on_request: Callable[[str, int, float], None] | None = None
         self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._ssl.minimum_version = ssl.TLSVersion.TLSv1_2
         self._runner: web.AppRunner | None = None
@@ -69,14 +73,25 @@ class WebhookServer:
 
     def load(self, cert: ServingCert) -> None:
         """Serve ``cert`` to every new connection from now on."""
+        self.load_pem(cert.leaf.cert_pem, cert.leaf.key_pem)
+
+    def load_pem(self, cert_pem: bytes, key_pem: bytes) -> None:
+        """Serve this certificate (chain) and key to every new connection from now on."""
         d = Path(self._dir.name)
-        (d / "tls.crt").write_bytes(cert.leaf.cert_pem)
+        (d / "tls.crt").write_bytes(cert_pem)
         key = d / "tls.key"
-        key.write_bytes(cert.leaf.key_pem)
+        key.write_bytes(key_pem)
         key.chmod(0o600)
         self._ssl.load_cert_chain(d / "tls.crt", key)
 
     async def _mutate(self, request: web.Request) -> web.Response:
+        start = time.perf_counter()
+        response = await self._answer(request)
+        if self.on_request is not None:
+            self.on_request(POD_WEBHOOK_PATH, response.status, time.perf_counter() - start)
+        return response
+
+    async def _answer(self, request: web.Request) -> web.Response:
         self.requests += 1
         try:
             review = await request.json()
@@ -85,8 +100,21 @@ class WebhookServer:
         answer = review_response(review, self.gang_provider)
         if not answer["response"]["allowed"]:
             self.denied += 1
-            log.warning("denied pod: %s", answer["response"]["status"]["message"])
+            pod = ((review.get("request") or {}).get("object") or {}).get("metadata") or {}
+            labels = pod.get("labels") or {}
+            where = (
+                f"{(review.get('request') or {}).get('namespace')}/{labels.get(c.SET_NAME_LABEL)}"
+            )
+            log.warning(
+                "denied pod: %s",
+                answer["response"]["status"]["message"],
+                extra={"leaderworkerset": where, "group": labels.get(c.GROUP_INDEX_LABEL)},
+            )
         return web.json_response(answer)
+
+    @property
+    def serving(self) -> bool:
+        return self._runner is not None
 
     async def start(self) -> int:
         """Start serving; returns the bound port (useful with port 0)."""

@@ -178,3 +178,16 @@ def _lws_labels(lws: LeaderWorkerSet) -> dict[str, str]:
 
 def _uid(lws: LeaderWorkerSet) -> str:
     return str(lws.metadata.get("uid", ""))
+
+
+def as_served(desired: dict[str, Any], observed: dict[str, Any]) -> dict[str, Any]:
+    """``desired`` as the API server would store it next to ``observed``: without the
+    StatefulSet ``rollingUpdate.maxUnavailable`` when the server drops it (its
+    MaxUnavailableStatefulSet feature gate is off, the default of Kubernetes 1.36), so that an
+    unchanged StatefulSet is not applied again on every reconcile."""
+    served = ((observed.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+    if "maxUnavailable" in served:
+        return desired
+    out = copy.deepcopy(desired)
+    out["spec"]["updateStrategy"]["rollingUpdate"].pop("maxUnavailable", None)
+    return out

@@ -9,6 +9,7 @@ nothing is started, and the cluster must have schedulable nodes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import time
@@ -175,6 +176,65 @@ async def operator(
         op.check_alive()
     finally:
         await op.stop()
+
+
+@pytest.fixture(scope="session")
+def pause_session_operator(
+    operator: OperatorProcess | None, kube: Kube
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """``async with pause_session_operator():`` stops the session's operator for the block
+    (so another operator can own the LWS objects meanwhile: two must never reconcile the same
+    objects) and starts it again afterwards with the same arguments."""
+
+    depth = 0  # nested pauses (a module's and a test's) restart it once, at the outermost
+
+    @contextlib.asynccontextmanager
+    async def paused() -> AsyncIterator[None]:
+        nonlocal depth
+        if operator is None:
+            pytest.skip("LWS_TEST_OPERATOR=external: the deployed operator cannot be paused")
+        if depth == 0:
+            operator.check_alive()
+            await operator.stop()
+        depth += 1
+        try:
+            yield
+        finally:
+            depth -= 1
+            if depth == 0:
+                await operator.restart(kube)
+
+    return paused
+
+
+@pytest.fixture(scope="session")
+def replace_session_operator(
+    pause_session_operator: Callable[[], contextlib.AbstractAsyncContextManager[None]],
+    kube: Kube,
+    kubeconfig: Path,
+    local_cluster: LocalCluster | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., contextlib.AbstractAsyncContextManager[OperatorProcess]]:
+    """``async with replace_session_operator(*args, kubeconfig=FILE) as op:`` runs another
+    operator process (``lws-operator run *args``, with ``FILE``'s credentials; by default the
+    session operator's) in place of the session's for the block."""
+
+    @contextlib.asynccontextmanager
+    async def replaced(
+        *args: str, kubeconfig: Path | None = None
+    ) -> AsyncIterator[OperatorProcess]:
+        own = local_cluster.kubeconfig("lws-operator") if local_cluster else kubeconfig_
+        log = tmp_path_factory.mktemp("operator") / "operator.log"
+        async with pause_session_operator():
+            op = await start_operator(kube, kubeconfig or own, log, *args)
+            try:
+                yield op
+                op.check_alive()
+            finally:
+                await op.stop()
+
+    kubeconfig_ = kubeconfig
+    return replaced
 
 
 @pytest.fixture

@@ -198,3 +198,35 @@ async def test_recreate_after_start_waits_while_a_pod_is_pending(
 
     await add_big_node()  # the worker starts: now the restart recreates the group
     await wait_group_replaced(kube, ns, name, 0, {"leader": leader_uid}, size=2)
+
+
+async def test_a_rolling_update_recreates_no_group(kube: Kube, lws_namespace: str) -> None:
+    """Under the default RecreateGroupOnPodRestart, the pods a rollout replaces are not
+    failures: the update completes with no RecreateGroup event."""
+    ns, name = lws_namespace, "roll"
+    lws = await create_available(kube, ns, lws_body(name, replicas=3, size=3))
+    patch = {
+        "spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"labels": {"v": "2"}}}}}
+    }
+    await kube.patch(lws_path(ns, name), patch)
+
+    def updated(o: dict[str, Any]) -> bool:
+        status = o.get("status") or {}
+        return is_available(o, 3) and status.get("updatedReplicas") == 3
+
+    await wait_lws(kube, ns, name, updated, "rolled out: Available with 3 updated groups")
+    pods = await snapshot(kube, ns, name)
+    key = (await kube.get(resource_path("apps/v1", "statefulsets", namespace=ns, name=name)))[
+        "metadata"
+    ]["labels"][c.REVISION_KEY]
+    assert len(pods) == 9
+    assert {p["metadata"]["labels"][c.REVISION_KEY] for p in pods.values()} == {key}
+    workers = [p for p in pods.values() if p["metadata"]["labels"][c.WORKER_INDEX_LABEL] != "0"]
+    assert all(p["metadata"]["labels"].get("v") == "2" for p in workers)
+    listing = await kube.list(
+        resource_path("events.k8s.io/v1", "events", namespace=ns),
+        field_selector=f"regarding.uid={lws['metadata']['uid']}",
+    )
+    reasons = [e["reason"] for e in listing["items"]]
+    assert "RecreateGroup" not in reasons
+    assert "GroupsUpdating" in reasons

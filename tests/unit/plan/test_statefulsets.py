@@ -174,3 +174,17 @@ def test_worker_statefulset_unique_subdomain_node_selector_and_tpu() -> None:
     assert annotations[c.LEADER_REQUESTS_TPUS_ANNOTATION] == "true"
     # the LWS template itself is not modified
     assert obj.spec.leader_worker_template.worker_template["spec"]["nodeSelector"] == {"a": "b"}
+
+
+def test_as_served_drops_max_unavailable_only_when_the_server_does() -> None:
+    from lws_operator.plan.statefulsets import as_served
+
+    desired = leader_statefulset(
+        lws(), revision_key="rk", replicas=3, partition=0, max_unavailable=2
+    )
+    dropped = {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}
+    kept = {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0, "maxUnavailable": 1}}}}
+    served = as_served(desired, dropped)
+    assert "maxUnavailable" not in served["spec"]["updateStrategy"]["rollingUpdate"]
+    assert desired["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == 2
+    assert as_served(desired, kept) is desired
