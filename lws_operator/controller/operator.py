@@ -95,8 +95,24 @@ def _children(config: OperatorConfig) -> tuple[Any, ...]:
     return (*_CHILDREN, ("lws_podgroups", group, version, gang.PLURAL, project_meta))
 
 
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """kopf builds a "diff base" (a deep copy of the essence) of every object on every event,
+    for change-detection handlers; the operator has none (only event and index handlers), so
+    it keeps and writes nothing."""
+
+    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+        return {}
+
+    def fetch(self, *, body: Any) -> Any:
+        return None
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        return None
+
+
 def settings(config: OperatorConfig) -> kopf.OperatorSettings:
     s = kopf.OperatorSettings()
+    s.persistence.diffbase_storage = _NoDiffBase()
     s.posting.enabled = False  # our Events are the upstream-compatible ones, written by us
     s.scanning.disabled = True
     s.watching.server_timeout = 300
@@ -114,8 +130,9 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
             return kopf.login_with_service_account(**kwargs)
         return kopf.login_with_kubeconfig(**kwargs)
 
-    # kopf passes every handler argument by keyword; these read the few they need.
-    def lws_index(**kw: Any) -> dict[Key, Any]:
+    # kopf passes every handler argument by keyword; these read the few they need. All are
+    # coroutines: kopf runs plain functions in a thread pool, a hop per watch event.
+    async def lws_index(**kw: Any) -> dict[Key, Any]:
         return {(kw["namespace"], kw["name"]): dict(kw["body"])}
 
     kopf.index(c.GROUP, c.VERSION, c.PLURAL, id="lws_objects", registry=reg)(lws_index)
@@ -127,7 +144,7 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
 
     for index_id, group, version, plural, projection in _children(config):
 
-        def child_index(
+        async def child_index(
             _project: Callable[[Any], dict[str, Any] | None] = projection, **kw: Any
         ) -> dict[Key, Any]:
             owner = kw["labels"].get(c.SET_NAME_LABEL)
