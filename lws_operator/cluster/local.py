@@ -240,6 +240,40 @@ class LocalCluster:
     def dead_components(self) -> list[str]:
         return [p.name for p in self.procs if p.popen.poll() is not None]
 
+    def restart_component(self, name: str, *, kill: bool = False, timeout: float = 60.0) -> None:
+        """Stop one component (SIGTERM, or SIGKILL with ``kill``) and start it again with the
+        same command line and log; etcd and kube-apiserver are waited for until healthy (for
+        fault-injection tests). etcd keeps its data (it lives in ``etcd_dir``)."""
+        i = next((i for i, p in enumerate(self.procs) if p.name == name), None)
+        if i is None:
+            raise ClusterError(f"no component {name!r} (have: {[p.name for p in self.procs]})")
+        old = self.procs[i]
+        if old.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(old.popen.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:  # kube-apiserver drains its watches for a long while on SIGTERM
+            old.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(old.popen.pid, signal.SIGKILL)
+            old.popen.wait(timeout=timeout)
+        with open(old.log, "ab") as out:
+            popen = subprocess.Popen(
+                [str(a) for a in old.popen.args],  # type: ignore[union-attr]
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig if self.config.die_with_parent else None,
+            )
+        self.procs[i] = _Proc(name, popen, old.log)
+        self._write_state()
+        deadline = time.monotonic() + timeout
+        if name == "etcd":
+            self._wait_http(name, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline)
+        elif name == "kube-apiserver":
+            self._wait_http(name, f"{self.server}/readyz", deadline, auth=True)
+
     # ---- set-up -----------------------------------------------------------------------------
     def _pick_ports(self) -> None:
         want = self.config.apiserver_port

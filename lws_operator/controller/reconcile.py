@@ -76,6 +76,11 @@ class Reconciler:
         except ApiError as e:
             if e.status == 403 and "being terminated" in e.message:
                 return None  # its namespace is going away, and everything in it
+            if e.status == 404 and (
+                f'namespaces "{lws.namespace}" not found' in e.message
+                or f'{c.PLURAL}.{c.GROUP} "{lws.name}" not found' in e.message
+            ):
+                return None  # it, or its namespace, is gone already (the cache has yet to see)
             raise
 
     async def _report_invalid(self, body: dict[str, Any], error: ValidationError) -> None:
@@ -407,6 +412,8 @@ class _Pass:
                     propagation="Background",
                     preconditions={"uid": stale["metadata"]["uid"]},
                 )
+            elif owner is None or owner.get("kind") != "Pod":
+                await self._foreign_workers(leader_name)
             return
         if self.lws.spec.startup_policy == StartupPolicy.LEADER_READY and not pod_ready(leader):
             return  # the leader's readiness change wakes us
@@ -439,6 +446,23 @@ class _Pass:
                 "Create",
                 f"Created worker statefulset for leader pod {leader_name}",
             )
+            return
+        # It exists but the cache does not show it as this leader's: ours not seen yet, or
+        # someone else's (without our labels), which we must neither adopt nor delete.
+        existing = await self.kube.get_or_none(self._path(STS, leader_name))
+        owner = controller_of(existing) if existing is not None else None
+        if existing is not None and (owner is None or owner.get("kind") != "Pod"):
+            await self._foreign_workers(leader_name)
+
+    async def _foreign_workers(self, leader_name: str) -> None:
+        """A StatefulSet named like the group's workers that no leader pod owns blocks the
+        group: report it (Warning) and look again later (its deletion may not wake us)."""
+        note = (
+            f"StatefulSet {leader_name} exists and is not owned by leader pod {leader_name}; "
+            "delete or rename it"
+        )
+        await self.events.post(self.body, WARNING, "FailedCreate", "Create", note)
+        self._again(15.0)
 
     async def _pod_group(self, leader: dict[str, Any], spec: LeaderWorkerSetSpec) -> bool:
         """Create the group's PodGroup when it does not exist, before the worker StatefulSet
