@@ -23,7 +23,7 @@ run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until
 
 .PHONY: test
 test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not reliability_full" $(PYTEST_ARGS)
 
 ##@ Development
 
@@ -54,6 +54,10 @@ typecheck: $(STAMP) ## mypy --strict on the package
 .PHONY: test-unit
 test-unit: $(STAMP) ## Unit and property tests only (no cluster)
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+.PHONY: test-reliability
+test-reliability: $(STAMP) cluster-bins-unless-external ## All reliability tests: operator kills, bad input, faults, load (slow)
+	$(PY) -m pytest tests/cluster/reliability $(PYTEST_ARGS)
 
 .PHONY: test-cluster
 test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)
@@ -115,6 +119,10 @@ bench-create: $(STAMP) cluster-bins ## Time to create 32 groups x 8 pods (median
 bench-recovery: $(STAMP) cluster-bins ## Group recovery after a worker restart / deletion (median of 5)
 	$(PY) -m bench.recovery --breaker restart --runs 5
 	$(PY) -m bench.recovery --breaker delete --runs 5
+
+.PHONY: bench
+bench: $(STAMP) cluster-bins ## Ours vs upstream LWS v0.9.0, P1-P5, medians of 3 (bench/results/compare.md)
+	$(PY) -m bench.compare --runs 3
 
 ##@ Local cluster
 
