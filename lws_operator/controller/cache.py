@@ -128,6 +128,10 @@ class Cache:
         if owner:
             self._lost.setdefault(key, {})[str(meta.get("name"))] = (str(owner), time.monotonic())
 
+    def forget(self, key: Key) -> None:
+        """Drop what is remembered of an LWS that is gone."""
+        self._lost.pop(key, None)
+
     def lost_pods(self, key: Key) -> list[tuple[str, str]]:
         """(name, controller owner uid) of this LWS's pods deleted in the last minutes."""
         pods = self._lost.get(key, {})

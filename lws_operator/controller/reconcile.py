@@ -65,6 +65,7 @@ class Reconciler:
         obs = self.cache.observe(key)
         if obs.lws is None or is_deleting(obs.lws):
             self.metrics.forget(key)
+            self.cache.forget(key)
             return None
         try:
             lws = LeaderWorkerSet.model_validate(obs.lws)
