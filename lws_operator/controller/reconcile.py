@@ -60,6 +60,24 @@ class Reconciler:
     # (uid, revision key) of LWS objects already told their new claims cannot be applied.
     _reported_claims: set[tuple[str, str]] = field(default_factory=set)
     metrics: ReconcileMetrics = field(default_factory=NoMetrics)
+    # Semantic revision matches, by (revision uid, its resourceVersion, LWS uid, generation):
+    # both sides are re-validated to compare, and every pod event reconciles the LWS.
+    _matches: dict[tuple[str, str, str, int], bool] = field(default_factory=dict)
+
+    def revision_matches(self, revision: dict[str, Any], lws: LeaderWorkerSet) -> bool:
+        rmeta, lmeta = revision.get("metadata") or {}, lws.metadata
+        key = (
+            str(rmeta.get("uid")),
+            str(rmeta.get("resourceVersion")),
+            str(lmeta.get("uid")),
+            int(lmeta.get("generation") or 0),
+        )
+        if (hit := self._matches.get(key)) is not None:
+            return hit
+        if len(self._matches) >= 4096:
+            self._matches.clear()
+        result = self._matches[key] = rev.matches(revision, lws.spec)
+        return result
 
     async def __call__(self, key: Key) -> float | None:
         obs = self.cache.observe(key)
@@ -125,6 +143,9 @@ class _Pass:
         self.body = obs.lws or {}
         self.retry: float | None = None
 
+    def matches(self, revision: dict[str, Any]) -> bool:
+        return self.reconciler.revision_matches(revision, self.lws)
+
     def _again(self, seconds: float) -> None:
         self.retry = seconds if self.retry is None else min(self.retry, seconds)
 
@@ -188,7 +209,7 @@ class _Pass:
         sts_key = labels_of(leader_sts).get(c.REVISION_KEY) if leader_sts else None
         spec = self.lws.spec
         if sts_key is not None and sts_key in by_key:
-            if any(rev.matches(r, spec) for r in by_key[sts_key]):
+            if any(self.matches(r) for r in by_key[sts_key]):
                 return sts_key, False
         elif sts_key is not None:
             # A StatefulSet from a controller that kept no revision for its key: record the
@@ -197,7 +218,7 @@ class _Pass:
             return sts_key, False
         key = rev.revision_key(spec)
         for k, revisions in by_key.items():
-            if any(rev.matches(r, spec) for r in revisions):
+            if any(self.matches(r) for r in revisions):
                 key = k  # an existing revision (ours or a predecessor's) holds this spec
                 break
         else:

@@ -82,3 +82,19 @@ async def wait_established(kube: Kube, crd_name: str, timeout: float = 60) -> No
         what=f"CRD {crd_name} Established",
         field_selector=f"metadata.name={crd_name}",
     )
+
+
+async def create_namespace(kube: Kube, name: str, timeout: float = 60) -> None:
+    """Create namespace ``name`` and wait until it is ready for pods: the ServiceAccount
+    admission refuses pods until the controller manager has made its default ServiceAccount."""
+    await kube.create(
+        resource_path("v1", "namespaces"),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+    )
+    await wait_for_objects(
+        kube,
+        resource_path("v1", "serviceaccounts", namespace=name),
+        lambda objs: f"{name}/default" in objs,
+        timeout=timeout,
+        what=f"the default ServiceAccount of namespace {name}",
+    )

@@ -20,7 +20,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
 from lws_operator.plan.groups import Group, is_deleting, labels_of
-from lws_operator.plan.meta import is_controlled_by
+from lws_operator.plan.meta import controller_of
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
 # has lost its kubelet: nothing will ever finish deleting it (upstream #508).
@@ -82,14 +82,24 @@ def failure(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def group_members(group: Group, pods: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def pods_by_controller(pods: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Pods by the UID of their controller owner, so each group finds its workers at once."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods.values():
+        if (ref := controller_of(dict(pod))) is not None:
+            out.setdefault(str(ref.get("uid", "")), []).append(dict(pod))
+    return out
+
+
+def group_members(
+    group: Group, by_controller: Mapping[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
     """The leader and the pods of the worker StatefulSet it owns."""
     if group.leader is None:
         return []
     members = [group.leader]
     if group.workers is not None:
-        sts_uid = str(group.workers["metadata"].get("uid", ""))
-        members += [dict(p) for p in pods.values() if is_controlled_by(dict(p), sts_uid)]
+        members += by_controller.get(str(group.workers["metadata"].get("uid", "")), [])
     return members
 
 
@@ -115,11 +125,12 @@ def plan_recreations(
     after_start = waits_for_start(policy, lws_annotations)
     lost_by_owner: dict[str, str] = {owner: name for name, owner in lost_pods}
     plans = []
+    by_controller = pods_by_controller(pods)
     for group in groups:
         leader = group.leader
         if leader is None or is_deleting(leader):
             continue
-        members = group_members(group, pods)
+        members = group_members(group, by_controller)
         leader_key = labels_of(leader).get(c.REVISION_KEY)
         culprit, why = None, None
         for pod in members:

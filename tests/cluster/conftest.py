@@ -27,9 +27,8 @@ from lws_operator.api.crd import custom_resource_definition
 from lws_operator.cluster.local import ClusterConfig, LocalCluster
 from lws_operator.cluster.operator_process import OperatorProcess, start_operator
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.kube.manifests import wait_established
+from lws_operator.kube.manifests import create_namespace, wait_established
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
 from tests.unit.api.lws_testdata import base_object
 
 FIELD_MANAGER = "lws-api-tests"
@@ -138,17 +137,7 @@ async def kube(kubeconfig: Path, local_cluster: LocalCluster | None) -> AsyncIte
 async def namespace(kube: Kube) -> AsyncIterator[str]:
     """A fresh namespace, ready for pods (its default ServiceAccount exists), deleted after."""
     name = f"t-{secrets.token_hex(4)}"
-    await kube.create(
-        resource_path("v1", "namespaces"),
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-    )
-    await wait_for_objects(
-        kube,
-        resource_path("v1", "serviceaccounts", namespace=name),
-        lambda objs: f"{name}/default" in objs,
-        timeout=60,
-        what=f"the default ServiceAccount of namespace {name}",
-    )
+    await create_namespace(kube, name)
     try:
         yield name
     finally:

@@ -35,7 +35,7 @@ from lws_operator.cluster import upstream
 from lws_operator.cluster.local import ClusterConfig, LocalCluster
 from lws_operator.cluster.operator_process import start_operator
 from lws_operator.kube.client import Kube
-from lws_operator.kube.manifests import wait_established
+from lws_operator.kube.manifests import create_namespace, wait_established
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import Objects, wait_for_objects
 from lws_operator.plan.groups import labels_of, pod_ready
@@ -234,20 +234,6 @@ async def statefulsets_settled(kube: Kube, name: str) -> None:
 
 
 # ---- set-up steps ------------------------------------------------------------------------------
-async def create_namespace(kube: Kube) -> None:
-    await kube.create(
-        resource_path("v1", "namespaces"),
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-    )
-    await wait_for_objects(
-        kube,
-        resource_path("v1", "serviceaccounts", namespace=NS),
-        lambda objs: f"{NS}/default" in objs,
-        timeout=60,
-        what=f"the default ServiceAccount of {NS}",
-    )
-
-
 async def install_our_api(kube: Kube) -> None:
     """Our CRD (replacing upstream's: same field manager, force) and admission policy."""
     crds = "apiextensions.k8s.io/v1"
@@ -333,7 +319,7 @@ async def test_taking_over_from_upstream_restarts_nothing(
 ) -> None:
     async with await Kube.connect(cluster.kubeconfig(), user_agent="lws-adoption-test") as kube:
         assert kube.host == cluster.server
-        await create_namespace(kube)
+        await create_namespace(kube, NS)
         manager = await upstream.start_upstream(
             kube,
             cluster.kubeconfig("lws-upstream"),
