@@ -246,7 +246,8 @@ async def wait_event(kube: Kube, ns: str, name: str, reason: str) -> str:
         lambda objs: any(e.get("reason") == reason for e in objs.values()),
         timeout=60,
         what=f"a {reason} event about {name}",
-        field_selector=f"regarding.name={name},type=Warning",
+        # the leader StatefulSet shares the name and gets its own Warnings from kube
+        field_selector=f"regarding.kind=LeaderWorkerSet,regarding.name={name},type=Warning",
         summary=lambda objs: "\n".join(
             f"- {e.get('reason')}: {e.get('note')}" for e in objs.values()
         ),
