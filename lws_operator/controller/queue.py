@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lws_operator.kube.client import ApiError
+
 log = logging.getLogger(__name__)
 
 # What a handler returns: None when done, or seconds after which to look again.
@@ -84,14 +86,28 @@ class WorkQueue:
                 again = await self.handler(key)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as e:
                 self.errors += 1
                 failures = self._failures.get(key, 0) + 1
                 self._failures[key] = failures
                 delay = min(self.base_delay * 2 ** (failures - 1), self.max_delay)
-                log.exception(
-                    "reconcile of %s failed (attempt %d); retrying in %.2fs", key, failures, delay
-                )
+                if isinstance(e, ApiError) and e.conflict:
+                    # Optimistic concurrency at work, not a fault: one line, no traceback.
+                    log.warning(
+                        "reconcile of %s lost a write to another writer (attempt %d); "
+                        "retrying in %.2fs: %s",
+                        key,
+                        failures,
+                        delay,
+                        e.message,
+                    )
+                else:
+                    log.exception(
+                        "reconcile of %s failed (attempt %d); retrying in %.2fs",
+                        key,
+                        failures,
+                        delay,
+                    )
                 again = delay
             else:
                 self._failures.pop(key, None)

@@ -243,7 +243,7 @@ class _Pass:
         try:
             await self.kube.create(self._path("controllerrevisions"), body)
         except ApiError as e:
-            if e.status != 409:
+            if not e.already_exists:
                 raise
         await self.events.post(self.body, NORMAL, "CreatingRevision", "Create", note % key)
 
@@ -392,7 +392,7 @@ class _Pass:
         try:
             await self.kube.create(path, body)
         except ApiError as e:
-            if e.status == 409:
+            if e.already_exists:
                 return False
             await self.events.post(
                 self.body, WARNING, "FailedCreate", "Create", failure % e.message
@@ -504,7 +504,7 @@ class _Pass:
         try:
             await self.kube.create(resource_path(api, gang.PLURAL, namespace=self.ns), body)
         except ApiError as e:
-            if e.status == 409:
+            if e.already_exists:
                 return True
             hint = f" (is the {api} PodGroup API served?)" if e.status == 404 else ""
             note = f"Failed to create PodGroup {name}: {e.message}{hint}"

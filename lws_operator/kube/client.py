@@ -45,7 +45,12 @@ class ApiError(Exception):
 
     @property
     def conflict(self) -> bool:
-        return self.status == 409
+        """A write lost to another writer (409 Conflict), retried with fresh state."""
+        return self.status == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
 
     @property
     def gone(self) -> bool:

@@ -1,6 +1,7 @@
 """Control-plane faults: kube-apiserver restarted mid-rollout; the operator's watches expire
-(410 Gone) while it is frozen; the pod webhook down (LWS pods fail closed, other pods are not
-affected, the groups complete once it is back). The operator recovers and converges."""
+(410 Gone) while it is frozen; its writes answered with conflicts; the pod webhook down (LWS
+pods fail closed, other pods are not affected, the groups complete once it is back). The
+operator recovers and converges. The conflicts test is in the fast subset (``make test``)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.cluster.local import LocalCluster
 from lws_operator.cluster.operator_process import OperatorProcess
+from lws_operator.cluster.simulate import restart_container
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import wait_for_objects
 from tests.cluster.controller.helpers import container, create_available, lws_body, lws_path
+from tests.cluster.reliability.conflicts import conflicting_writes
 from tests.cluster.reliability.harness import (
     assert_converged,
     group_uids,
@@ -29,8 +32,6 @@ from tests.cluster.reliability.harness import (
     pods_of,
     tracebacks,
 )
-
-pytestmark = pytest.mark.reliability_full
 
 NAME = "cp"
 
@@ -69,6 +70,7 @@ def _rolled_body() -> dict[str, Any]:
     return {"spec": {"leaderWorkerTemplate": {"workerTemplate": tpl}}}
 
 
+@pytest.mark.reliability_full
 async def test_apiserver_restart_mid_rollout(
     kube: Kube,
     namespace: str,
@@ -132,6 +134,7 @@ def _etcd(cluster: LocalCluster, path: str, body: dict[str, Any]) -> dict[str, A
         return result
 
 
+@pytest.mark.reliability_full
 async def test_watches_expire_while_the_operator_is_frozen(
     kube: Kube,
     namespace: str,
@@ -183,6 +186,54 @@ async def _watch_error(kube: Kube, ns: str, rv: str, timeout: float = 60) -> int
         await asyncio.sleep(0.5)
 
 
+async def test_writes_answered_with_conflicts(
+    kube: Kube,
+    namespace: str,
+    own_operator: OperatorProcess,
+    local_cluster: LocalCluster | None,
+) -> None:
+    """The operator's writes in the namespace (creates, applies, status updates, deletes: the
+    first of each kind, then a seeded quarter) are answered 409 Conflict by kube-apiserver,
+    from the LWS's creation through a rollout with a scale-up and a group recreation:
+    everything converges, only the group that failed is recreated, and no conflict is logged
+    as a crash."""
+    _cluster(local_cluster)
+    ns, op = namespace, own_operator
+    start = len(op.log.read_text(errors="replace"))
+    async with conflicting_writes(
+        kube, ns, username="lws-operator", rate=0.25, seed=20261130
+    ) as injected:
+        await kube.create(lws_path(ns), lws_body(NAME, replicas=3, size=2))
+        first = await assert_converged(kube, ns, NAME, 3, 2, timeout=120)
+        rolled = _rolled_body()
+        rolled["spec"]["replicas"] = 4
+        await kube.patch(lws_path(ns, NAME), rolled)
+        second = await assert_converged(kube, ns, NAME, 4, 2, timeout=120)
+        assert second.revision_key != first.revision_key
+        await restart_container(kube, ns, f"{NAME}-1-1")
+        await wait_for_objects(
+            kube,
+            resource_path("v1", "pods", namespace=ns),
+            lambda objs: (
+                group_uids(objs, 1).keys() == group_uids(second.pods, 1).keys()
+                and not set(group_uids(objs, 1).values()) & set(group_uids(second.pods, 1).values())
+            ),
+            timeout=120,
+            what="group 1 recreated with all-new pods",
+            label_selector=f"{c.SET_NAME_LABEL}={NAME}",
+        )
+        done = await assert_converged(kube, ns, NAME, 4, 2, timeout=120)
+    print(f"\nconflicts: {injected.summary()}")
+    kinds = {("CREATE", "statefulsets"), ("UPDATE", "statefulsets"), ("DELETE", "pods")}
+    kinds |= {("CREATE", "controllerrevisions"), ("UPDATE", "leaderworkersets/status")}
+    assert kinds <= set(injected.denied), injected.summary()
+    for g in (0, 2, 3):
+        assert group_uids(done.pods, g) == group_uids(second.pods, g)
+    _no_tracebacks(op, start)
+    assert "lost a write to another writer" in op.log.read_text(errors="replace")[start:]
+
+
+@pytest.mark.reliability_full
 async def test_webhook_down_fails_closed_and_recovers(
     kube: Kube, namespace: str, own_operator: OperatorProcess
 ) -> None:

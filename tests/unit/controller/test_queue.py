@@ -1,8 +1,12 @@
 import asyncio
 import itertools
+import logging
 from collections import Counter
 
+import pytest
+
 from lws_operator.controller.queue import WorkQueue
+from lws_operator.kube.client import ApiError
 
 
 async def test_a_key_is_processed_once_per_burst_and_never_concurrently() -> None:
@@ -72,3 +76,38 @@ async def test_earlier_timer_wins() -> None:
     q.add_after("k", 0.01)
     await asyncio.wait_for(fired.wait(), 2)
     await q.stop()
+
+
+async def test_a_lost_write_is_retried_with_one_line_and_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done = asyncio.Event()
+    errors = [
+        ApiError(409, "Conflict", "the object has been modified", None),
+        RuntimeError("boom"),
+    ]
+
+    async def handler(key: str) -> float | None:
+        if errors:
+            raise errors.pop(0)
+        done.set()
+        return None
+
+    q = WorkQueue(handler, workers=1, base_delay=0.01)
+    q.start()
+    with caplog.at_level(logging.WARNING, logger="lws_operator.controller.queue"):
+        q.add("k")
+        await asyncio.wait_for(done.wait(), 5)
+    await q.stop()
+    lost, failed = caplog.records
+    assert lost.levelno == logging.WARNING and lost.exc_info is None
+    assert "lost a write" in lost.getMessage() and "has been modified" in lost.getMessage()
+    assert failed.levelno == logging.ERROR and failed.exc_info is not None
+    assert q.errors == 2
+
+
+def test_already_exists_is_not_a_conflict() -> None:
+    exists = ApiError(409, "AlreadyExists", 'services "x" already exists', None)
+    lost = ApiError(409, "Conflict", "the object has been modified", None)
+    assert exists.already_exists and not exists.conflict
+    assert lost.conflict and not lost.already_exists
