@@ -1,5 +1,6 @@
-"""The operator's view of the cluster: kopf indexes of LeaderWorkerSets and of the objects
-labelled ``leaderworkerset.sigs.k8s.io/name``, keyed by (namespace, LWS name).
+"""The operator's view of the cluster, keyed by (namespace, LWS name): the kopf index of
+LeaderWorkerSets, and informers (``informer.py``) of the objects labelled
+``leaderworkerset.sigs.k8s.io/name``.
 
 Watches filter by that label on the server, so the operator neither receives nor keeps other
 pods. Pods and worker StatefulSets are kept as small projections (what the planner reads), which
@@ -14,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lws_operator.api import constants as c
-
-Key = tuple[str, str]  # (namespace, LWS name)
+from lws_operator.controller.informer import Informer, Key
 
 _POD_STATUS_KEYS = ("phase", "conditions")
 _TPU = c.TPU_RESOURCE_NAME
@@ -112,12 +112,13 @@ LOST_POD_MEMORY = 600.0
 
 
 class Cache:
-    """Read access to the kopf indexes (kopf keeps them current from the watch streams), plus
-    the pods seen deleted recently: a pod deleted without first being seen terminating (force
-    deletion) has left no other trace."""
+    """Read access to the kopf index of LeaderWorkerSets and to the informers of their objects
+    (each kept current from its watch), plus the pods seen deleted recently: a pod deleted
+    without first being seen terminating (force deletion) has left no other trace."""
 
     def __init__(self) -> None:
         self.indexes: dict[str, Mapping[Key, Iterable[Any]]] = {}
+        self.informers: dict[str, list[Informer]] = {}
         self._lost: dict[Key, dict[str, tuple[str, float]]] = {}
 
     def pod_deleted(self, key: Key, body: Mapping[str, Any]) -> None:
@@ -145,8 +146,22 @@ class Cache:
     def bind(self, indexes: Mapping[str, Any]) -> None:
         self.indexes = dict(indexes)
 
-    def _get(self, index: str, key: Key) -> list[Any]:
-        return list(self.indexes.get(index, {}).get(key, ()))
+    def add_informer(self, name: str, informer: Informer) -> None:
+        self.informers.setdefault(name, []).append(informer)
+
+    async def wait_synced(self) -> None:
+        """Until every informer has listed once: before that, a missing object may only be
+        not listed yet, and planning would create it again."""
+        for informer in (i for group in self.informers.values() for i in group):
+            await informer.synced.wait()
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for group in self.informers.values() for i in group)
+
+    def _get(self, name: str, key: Key) -> list[Any]:
+        if name in self.informers:
+            return [o for i in self.informers[name] for o in i.get(key)]
+        return list(self.indexes.get(name, {}).get(key, ()))
 
     def observe(self, key: Key) -> Observed:
         lws = self._get("lws_objects", key)

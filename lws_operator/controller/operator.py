@@ -1,8 +1,9 @@
 """``lws-operator run``: the operator process.
 
-kopf watches LeaderWorkerSets and the objects labelled ``leaderworkerset.sigs.k8s.io/name``
-(server-side label selectors) and keeps them in indexes; every event only wakes the reconcile
-of the LWS it belongs to, through a work queue. The pod webhook is served from the same event
+kopf watches LeaderWorkerSets and keeps them in an index; informers (``informer.py``) list and
+watch the objects labelled ``leaderworkerset.sigs.k8s.io/name`` (server-side label selector)
+and keep projections of them. Every event only wakes the reconcile of the LWS it belongs to,
+through a work queue. The pod webhook is served from the same event
 loop. Nothing is written to user objects for bookkeeping: kopf's change-detection annotations,
 finalizers and log-events are not used.
 """
@@ -24,13 +25,13 @@ from lws_operator.api import constants as c
 from lws_operator.controller import certs, webhook
 from lws_operator.controller.cache import (
     Cache,
-    Key,
     project_meta,
     project_pod,
     project_revision,
     project_statefulset,
 )
 from lws_operator.controller.external_certs import ExternalCertKeeper
+from lws_operator.controller.informer import DELETED, Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
 from lws_operator.controller.metrics import Metrics, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
@@ -75,8 +76,8 @@ class OperatorConfig:
     health_probe_bind_address: str = "0"
 
 
-# (index id, API group, version, plural, projection). Every resource except LWS is watched with
-# a server-side selector on the LWS name label. A projection returning None skips the object.
+# (store name, API group, version, plural, projection), watched by informers with a server-side
+# selector on the LWS name label. A projection returning None skips the object.
 _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None]], ...] = (
     ("lws_statefulsets", "apps", "v1", "statefulsets", project_statefulset),
     ("lws_pods", "", "v1", "pods", project_pod),
@@ -116,8 +117,6 @@ def settings(config: OperatorConfig) -> kopf.OperatorSettings:
     s.posting.enabled = False  # our Events are the upstream-compatible ones, written by us
     s.scanning.disabled = True
     s.watching.server_timeout = 300
-    for _, group, version, plural, _ in _children(config):
-        s.watching.label_selectors[group, version, plural] = c.SET_NAME_LABEL
     return s
 
 
@@ -142,34 +141,32 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
 
     kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="lws_events", registry=reg)(on_lws)
 
-    for index_id, group, version, plural, projection in _children(config):
-
-        async def child_index(
-            _project: Callable[[Any], dict[str, Any] | None] = projection, **kw: Any
-        ) -> dict[Key, Any]:
-            owner = kw["labels"].get(c.SET_NAME_LABEL)
-            value = _project(kw["body"]) if owner else None
-            return {(kw["namespace"], owner): value} if value is not None else {}
-
-        async def on_child(
-            _project: Callable[[Any], dict[str, Any] | None] = projection,
-            _plural: str = plural,
-            **kw: Any,
-        ) -> None:
-            owner = kw["labels"].get(c.SET_NAME_LABEL)
-            if owner and _project(kw["body"]) is not None:
-                if _plural == "pods" and kw.get("type") == "DELETED":
-                    cache.pod_deleted((kw["namespace"], owner), kw["body"])
-                queue.add((kw["namespace"], owner))
-
-        kopf.index(group, version, plural, id=index_id, registry=reg)(child_index)
-        kopf.on.event(group, version, plural, id=f"{index_id}_events", registry=reg)(on_child)
-
     @kopf.on.startup(registry=reg)
     async def bind_indexes(**kwargs: Any) -> None:
         cache.bind({k: v for k, v in kwargs.items() if k.startswith("lws_")})
 
     return reg
+
+
+def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
+    """One informer per child resource (and per namespace when limited to some), registered
+    with ``cache``; each event wakes its LWS, and a deleted pod is remembered."""
+    out = []
+    for name, group, version, plural, projection in _children(config):
+        api_version = f"{group}/{version}" if group else version
+
+        def on_change(kind: str, key: Key, obj: Any, _pods: bool = plural == "pods") -> None:
+            if _pods and kind == DELETED:
+                cache.pod_deleted(key, obj)
+            queue.add(key)
+
+        for ns in config.namespaces or (None,):
+            informer = Informer(
+                kube, resource_path(api_version, plural, namespace=ns), projection, on_change
+            )
+            cache.add_informer(name, informer)
+            out.append(informer)
+    return out
 
 
 class WebhookKeeper:
@@ -269,11 +266,20 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     )
     keeper.server.on_request = metrics.webhook_request
     kopf_ready = asyncio.Event()
+    watching = [
+        asyncio.create_task(i.run(), name=f"informer {i.path}")
+        for i in informers(kube, cache, queue, config)
+    ]
     endpoints = await serve_endpoints(
         config.metrics_bind_address,
         config.health_probe_bind_address,
         metrics,
-        lambda: iter([("webhook", keeper.server.serving), ("informers", kopf_ready.is_set())]),
+        lambda: iter(
+            [
+                ("webhook", keeper.server.serving),
+                ("informers", kopf_ready.is_set() and cache.synced()),
+            ]
+        ),
     )
     await keeper.start()
     log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)
@@ -306,6 +312,9 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         )
     finally:
         await queue.stop()
+        for task in watching:
+            task.cancel()
+        await asyncio.gather(*watching, return_exceptions=True)
         await leadership.stop()
         await keeper.stop()
         for endpoint in endpoints:

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, StartupPolicy
 from lws_operator.api.models import SubdomainPolicy as Subdomain
-from lws_operator.controller.cache import Cache, Key, Observed
+from lws_operator.controller.cache import Cache, Observed
+from lws_operator.controller.informer import Key
 from lws_operator.controller.metrics import NoMetrics, ReconcileMetrics
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import NORMAL, WARNING, EventRecorder
@@ -80,6 +81,7 @@ class Reconciler:
         return result
 
     async def __call__(self, key: Key) -> float | None:
+        await self.cache.wait_synced()
         obs = self.cache.observe(key)
         if obs.lws is None or is_deleting(obs.lws):
             self.metrics.forget(key)

@@ -1,0 +1,147 @@
+"""List and watch one resource of the objects labelled ``leaderworkerset.sigs.k8s.io/name``
+(the filter runs on the server) and keep each as a small projection, by (namespace, LWS name).
+
+This replaces kopf's indexes for the child resources (pods, StatefulSets, Services, revisions,
+PodGroups): kopf runs a per-object worker, memory and handler machinery for every event, which
+was most of the operator's CPU per pod event and kept whole pod bodies alive for seconds after
+each. Here an event costs one projection. A re-list (start, expired watch) replaces the store,
+and objects that vanished while no watch was open are reported as deleted: kopf does not."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from lws_operator.api import constants as c
+from lws_operator.kube.client import ApiError, Kube
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, LWS name)
+Projection = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+# Called for every change of an object that projects: (event type, key, object or projection).
+OnChange = Callable[[str, Key, Mapping[str, Any]], None]
+
+DELETED = "DELETED"
+_MAX_BACKOFF = 30.0
+
+
+class Informer:
+    def __init__(
+        self,
+        kube: Kube,
+        path: str,
+        projection: Projection,
+        on_change: OnChange,
+        *,
+        label_selector: str = c.SET_NAME_LABEL,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.kube = kube
+        self.path = path
+        self.projection = projection
+        self.on_change = on_change
+        self.label_selector = label_selector
+        self.watch_timeout = watch_timeout
+        self.synced = asyncio.Event()
+        self.relists = 0
+        self._items: dict[Key, dict[str, dict[str, Any]]] = {}
+        self._where: dict[tuple[str, str], Key] = {}  # (namespace, name) -> its key
+
+    def get(self, key: Key) -> Iterator[dict[str, Any]]:
+        return iter(self._items.get(key, {}).values())
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """One watch event: update the store, then tell ``on_change``."""
+        meta = obj.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        owner = (meta.get("labels") or {}).get(c.SET_NAME_LABEL)
+        value = self.projection(obj) if owner else None
+        old_key = self._drop((ns, name))
+        key = (ns, str(owner)) if owner else None
+        if value is not None and key is not None and kind != DELETED:
+            self._items.setdefault(key, {})[name] = value
+            self._where[(ns, name)] = key
+        if old_key is not None and old_key != key:
+            # Its LWS label changed or went away: for the old LWS it is gone.
+            self.on_change(DELETED, old_key, obj)
+        if value is not None and key is not None:
+            self.on_change(kind, key, obj)
+
+    def replace(self, items: list[dict[str, Any]]) -> None:
+        """A full listing: objects not in it were deleted while nothing watched."""
+        seen = set()
+        for obj in items:
+            meta = obj.get("metadata") or {}
+            ident = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            seen.add(ident)
+            known = self._stored(ident)
+            if known is not None and _rv(known) == str(meta.get("resourceVersion")):
+                continue  # unchanged since the last watch event
+            self.apply("MODIFIED" if known is not None else "ADDED", obj)
+        for ident in [i for i in self._where if i not in seen]:
+            gone = self._stored(ident)
+            key = self._drop(ident)
+            if gone is not None and key is not None:
+                self.on_change(DELETED, key, gone)
+
+    def _stored(self, ident: tuple[str, str]) -> dict[str, Any] | None:
+        key = self._where.get(ident)
+        return None if key is None else self._items.get(key, {}).get(ident[1])
+
+    def _drop(self, ident: tuple[str, str]) -> Key | None:
+        key = self._where.pop(ident, None)
+        if key is not None:
+            bucket = self._items.get(key, {})
+            bucket.pop(ident[1], None)
+            if not bucket:
+                self._items.pop(key, None)
+        return key
+
+    async def run(self) -> None:
+        """List, then watch from the listing's resourceVersion, until cancelled. An expired
+        watch (410) re-lists at once; other failures re-list after a backoff (0.5 s doubling
+        to 30 s)."""
+        backoff = 0.0
+        while True:
+            try:
+                listing = await self.kube.list(self.path, label_selector=self.label_selector)
+                self.replace(list(listing.get("items") or []))
+                self.synced.set()
+                backoff = 0.0
+                rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+                while True:  # each watch ends after watch_timeout; resume where it stopped
+                    async for kind, obj in self.kube.watch(
+                        self.path,
+                        resource_version=rv,
+                        label_selector=self.label_selector,
+                        timeout_seconds=self.watch_timeout,
+                    ):
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                        if kind != "BOOKMARK":
+                            self.apply(kind, obj)
+            except asyncio.CancelledError:
+                raise
+            except ApiError as e:
+                if not e.gone:
+                    backoff = await self._back_off(backoff, e)
+                else:
+                    log.info("watch of %s expired (410); re-listing", self.path)
+            except Exception as e:  # connection lost, API server restarting...
+                backoff = await self._back_off(backoff, e)
+            self.relists += 1
+
+    async def _back_off(self, backoff: float, error: Exception) -> float:
+        backoff = min(max(backoff * 2, 0.5), _MAX_BACKOFF)
+        log.warning("watch of %s failed (%s); re-listing in %.1fs", self.path, error, backoff)
+        await asyncio.sleep(backoff)
+        return backoff
+
+
+def _rv(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion"))
