@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
@@ -24,6 +25,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    ProcessCollector,
     generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -193,6 +195,15 @@ class Metrics:
             ["namespace", "leaderworkerset"],
             registry=r,
         )
+        # process_resident_memory_bytes, process_cpu_seconds_total... as controller-runtime's;
+        # and the Python heap's live blocks: RSS keeps pymalloc's high-water arenas after a
+        # load has gone, the live blocks show whether the objects went too.
+        ProcessCollector(registry=r)
+        Gauge(
+            "python_heap_allocated_blocks",
+            "Memory blocks currently allocated by the Python interpreter",
+            registry=r,
+        ).set_function(sys.getallocatedblocks)
         for result in ("success", "error", "requeue", "requeue_after"):
             self.reconcile_total.labels(CONTROLLER, result)
         self.reconcile_errors.labels(CONTROLLER)
