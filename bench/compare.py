@@ -656,9 +656,9 @@ def summarise() -> str:
         f"Machine: {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, kernel "
         f"{m['kernel']}, Python {m['python']}; Kubernetes v{m['versions']['KUBE_VERSION']}, "
         f"etcd v{m['versions']['ETCD_VERSION']}, kwok v{m['versions']['KWOK_VERSION']}. "
-        "The machine was shared with other work (reliability tests) while these ran: "
-        "per-run figures and the load average of each run are in the JSON files; treat "
-        "differences under ~20 % as noise.",
+        "The machine may be shared with other work (upstream's runs kept from an earlier "
+        "series were, with reliability tests): per-run figures and the load average of each "
+        "run are in the JSON files; treat differences under ~20 % as noise.",
         "",
         "Every run: a fresh local cluster (etcd on tmpfs without fsync, kube-apiserver with a "
         "Metadata-level audit log, kube-controller-manager "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,12 @@ from lws_operator.plan.restart import (
 )
 from lws_operator.plan.rollout import GroupState, RolloutInput, plan_rollout
 from lws_operator.plan.services import replica_service, shared_service
-from lws_operator.plan.status import ObservedGroup, compute_status
+from lws_operator.plan.status import (
+    COUNTERS_WRITE_INTERVAL,
+    ObservedGroup,
+    compute_status,
+    counters_only,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,9 @@ class Reconciler:
     # Semantic revision matches, by (revision uid, its resourceVersion, LWS uid, generation):
     # both sides are re-validated to compare, and every pod event reconciles the LWS.
     _matches: dict[tuple[str, str, str, int], bool] = field(default_factory=dict)
+    # When each LWS's status was last written (monotonic seconds): counters-only changes are
+    # coalesced to one write per COUNTERS_WRITE_INTERVAL.
+    status_written: dict[Key, float] = field(default_factory=dict)
 
     def revision_matches(self, revision: dict[str, Any], lws: LeaderWorkerSet) -> bool:
         rmeta, lmeta = revision.get("metadata") or {}, lws.metadata
@@ -86,6 +95,7 @@ class Reconciler:
         if obs.lws is None or is_deleting(obs.lws):
             self.metrics.forget(key)
             self.cache.forget(key)
+            self.status_written.pop(key, None)
             return None
         try:
             lws = LeaderWorkerSet.model_validate(obs.lws)
@@ -635,12 +645,19 @@ class _Pass:
             now=_now(),
         )
         if not contains(old, result.status) or not contains(result.status, old):
-            path = resource_path(
-                c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
-            )
-            await self.kube.patch(path, {"status": result.status}, kind="merge")
-            for event in result.events:
-                await self.events.post(self.body, NORMAL, event.reason, "Update", event.note)
+            written = self.reconciler.status_written
+            now, key_ = time.monotonic(), (self.ns, self.name)
+            wait = written.get(key_, -COUNTERS_WRITE_INTERVAL) + COUNTERS_WRITE_INTERVAL - now
+            if wait > 0 and not result.events and counters_only(old, result.status):
+                self._again(wait)  # written with whatever the counters are by then
+            else:
+                path = resource_path(
+                    c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
+                )
+                await self.kube.patch(path, {"status": result.status}, kind="merge")
+                written[key_] = now
+                for event in result.events:
+                    await self.events.post(self.body, NORMAL, event.reason, "Update", event.note)
         self.metrics.groups_observed(
             self.ns, self.name, observed, spec.replicas, result.update_done
         )

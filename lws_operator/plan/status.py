@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lws_operator.api import constants as c
+from lws_operator.plan.diff import contains
 
 # Condition reasons; GroupsProgressing and GroupsUpdating are also event reasons elsewhere.
 REASON_ALL_GROUPS_READY = "AllGroupsReady"
@@ -229,3 +230,20 @@ def compute_status(
         events=events,
         counts=counts,
     )
+
+
+# Group counters: while groups come up or roll one by one they change every few hundred
+# milliseconds; a change of only these can wait for the next status write.
+_COUNTERS = ("replicas", "readyReplicas", "updatedReplicas")
+# At most one counters-only status write per LeaderWorkerSet in this many seconds.
+COUNTERS_WRITE_INTERVAL = 1.0
+
+
+def counters_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` differs from the stored ``old`` status in group counters only. Changes
+    of conditions (Available...), observedGeneration or the HPA selector are written at once."""
+    if not old:
+        return False
+    rest_old = {k: v for k, v in old.items() if k not in _COUNTERS}
+    rest_new = {k: v for k, v in new.items() if k not in _COUNTERS}
+    return contains(rest_old, rest_new) and contains(rest_new, rest_old)

@@ -14,6 +14,7 @@ from lws_operator.plan.status import (
     StatusResult,
     compute_status,
     count_groups,
+    counters_only,
     hpa_pod_selector,
 )
 
@@ -433,3 +434,14 @@ def test_sequences_of_observations(passes: list[dict[str, Any]]) -> None:
         for event in result.events:
             assert event.note.endswith(f"{suffix} {obs['replicas']} groups")
         conditions = result.status["conditions"]
+
+
+def test_only_counter_changes_may_wait_for_the_next_status_write() -> None:
+    available = {"type": "Available", "status": "True", "reason": "AllGroupsReady"}
+    progressing = {"type": "Progressing", "status": "True", "reason": "GroupsProgressing"}
+    old = {"replicas": 4, "readyReplicas": 2, "conditions": [progressing], "observedGeneration": 1}
+    assert counters_only(old, {**old, "readyReplicas": 3, "updatedReplicas": 3})
+    assert not counters_only(old, {**old, "readyReplicas": 4, "conditions": [available]})
+    assert not counters_only(old, {**old, "observedGeneration": 2})
+    assert not counters_only(old, {**old, "hpaPodSelector": "a=b"})
+    assert not counters_only({}, {"replicas": 1})  # the first status is written at once
