@@ -106,7 +106,7 @@ class Informer:
     async def run(self) -> None:
         """List, then watch from the listing's resourceVersion, until cancelled. An expired
         watch (410) re-lists at once; other failures re-list after a backoff (0.5 s doubling
-        to 30 s)."""
+        to 30 s). A resource that is not served counts as listed and empty."""
         backoff = 0.0
         while True:
             try:
@@ -128,10 +128,15 @@ class Informer:
             except asyncio.CancelledError:
                 raise
             except ApiError as e:
-                if not e.gone:
-                    backoff = await self._back_off(backoff, e)
-                else:
+                if e.gone:
                     log.info("watch of %s expired (410); re-listing", self.path)
+                else:
+                    if e.not_found:
+                        # Not served (a PodGroup CRD not installed): there is nothing to wait
+                        # for; reconciles go on, and the resource is picked up once served.
+                        self.replace([])
+                        self.synced.set()
+                    backoff = await self._back_off(backoff, e)
             except Exception as e:  # connection lost, API server restarting...
                 backoff = await self._back_off(backoff, e)
             self.relists += 1

@@ -88,8 +88,8 @@ _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None
 
 def _children(config: OperatorConfig) -> tuple[Any, ...]:
     """The watched child resources; with a gang provider also its PodGroups (a missing
-    PodGroup is recreated). Resources are resolved once at start: a PodGroup CRD installed
-    later needs an operator restart."""
+    PodGroup is recreated). A PodGroup CRD installed after the start is picked up by the
+    informer's next retry (within 30 s)."""
     if config.gang_provider is None:
         return _CHILDREN
     group, version = gang.api_version(config.gang_provider).split("/")

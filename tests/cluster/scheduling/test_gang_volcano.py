@@ -5,7 +5,7 @@ minResources and queue.
 Volcano's PodGroup CRD is installed (Volcano's own schema, descriptions left out); no Volcano
 scheduler runs, and the pods keep the default scheduler, so the groups still come up. The
 operator runs for this module from a configuration file selecting the provider, in place of the
-session's; the CRD must exist before it starts (the operator resolves resources at start).
+session's, after the CRD is installed (test_gang_api_missing.py covers the other order).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from lws_operator.api import constants as c
 from lws_operator.controller.cache import project_pod, project_revision
 from lws_operator.controller.informer import Informer
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 
 
 def pod(name: str, lws: str | None, rv: str = "1", ns: str = "ns") -> dict[str, Any]:
@@ -90,3 +92,37 @@ def test_same_names_in_two_namespaces_are_two_objects() -> None:
     inf.apply("ADDED", pod("a-0", "a", ns="two"))
     inf.apply("DELETED", pod("a-0", "a", ns="one"))
     assert names(inf, ("two", "a")) == {"a-0"} and names(inf, ("one", "a")) == set()
+
+
+class _Unserved:
+    """A client whose list answers 404 once (the resource is not served), then one pod;
+    its watches stay open without events."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+
+    async def list(self, path: str, **kw: Any) -> dict[str, Any]:
+        self.lists += 1
+        if self.lists == 1:
+            raise ApiError(
+                404, "NotFound", "the server could not find the requested resource", None
+            )
+        return {"metadata": {"resourceVersion": "7"}, "items": [pod("a-0", "a")]}
+
+    async def watch(self, path: str, **kw: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        await asyncio.Event().wait()
+        yield "BOOKMARK", {}
+
+
+async def test_a_resource_not_served_counts_as_listed_and_is_picked_up_later() -> None:
+    kube = _Unserved()
+    added = asyncio.Event()
+    inf = Informer(cast(Kube, kube), "/apis/x/v1/podgroups", project_pod, lambda *_: added.set())
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 5)  # reconciles are not held up
+        assert len(inf) == 0 and kube.lists == 1
+        await asyncio.wait_for(added.wait(), 5)  # the retry after the backoff lists it
+        assert names(inf, ("ns", "a")) == {"a-0"} and kube.lists == 2
+    finally:
+        task.cancel()
