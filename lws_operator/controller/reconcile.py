@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -561,30 +562,46 @@ class _Pass:
         return {p.index for p in plans}
 
     async def _recreate(self, plan: Recreate) -> None:
-        """Delete the whole group at once: the leader (its StatefulSet makes a new one at
-        once), the worker StatefulSet (so the new leader's can be created without waiting for
-        the garbage collector) and the worker pods (so they start terminating now). Upstream
-        deletes the leader in the foreground and waits for every dependent to be gone first."""
+        """Delete the whole group: the leader first (its StatefulSet makes a new one at once),
+        then together the worker StatefulSet (so the new leader's can be created without
+        waiting for the garbage collector) and the worker pods (so they start terminating now).
+        Upstream deletes the leader in the foreground and waits for every dependent to be gone.
+
+        The leader's deletion is the commit point: if it fails nothing else is touched, so the
+        next pass still sees the failure and recreates the whole group (deleting workers first
+        and then failing on the leader would leave a half-recreated group with the failed pod's
+        evidence gone). Once it is deleted, everything else of the group is the garbage
+        collector's anyway: a failed deletion of the rest is only logged."""
         pods_path = resource_path("v1", "pods", namespace=self.ns)
-        deletions = [(f"{pods_path}/{plan.leader['metadata']['name']}", plan.leader)]
+        leader = plan.leader
+        rest = []
         if plan.workers is not None:
-            deletions.append((self._path(STS, plan.workers["metadata"]["name"]), plan.workers))
-        deletions += [
+            rest.append((self._path(STS, plan.workers["metadata"]["name"]), plan.workers))
+        rest += [
             (f"{pods_path}/{p['metadata']['name']}", p)
             for p in plan.members
-            if p is not plan.leader and not is_deleting(p)
+            if p is not leader and not is_deleting(p)
         ]
-        await asyncio.gather(
-            *(
-                self.kube.delete(
-                    path,
-                    propagation="Background",
-                    preconditions={"uid": obj["metadata"]["uid"]},
+
+        def delete(path: str, obj: dict[str, Any]) -> Awaitable[Any]:
+            preconditions = {"uid": obj["metadata"]["uid"]}
+            return self.kube.delete(path, propagation="Background", preconditions=preconditions)
+
+        await delete(f"{pods_path}/{leader['metadata']['name']}", leader)
+        results = await asyncio.gather(*(delete(p, o) for p, o in rest), return_exceptions=True)
+        for (path, _), result in zip(rest, results, strict=True):
+            if isinstance(result, ApiError):
+                log.warning(
+                    "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
+                    "the old leader",
+                    self.ns,
+                    self.name,
+                    path.rsplit("/", 1)[-1],
+                    result.message,
+                    extra={"group": plan.index},
                 )
-                for path, obj in deletions
-            ),
-            return_exceptions=False,
-        )
+            elif isinstance(result, BaseException):
+                raise result
         log.info(
             "%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why, extra={"group": plan.index}
         )

@@ -62,7 +62,8 @@ async def test_make_run_brings_up_the_seed_example(tmp_path: Path) -> None:
     try:
         table = await asyncio.wait_for(until_ready(), 120)
     except (TimeoutError, AssertionError) as e:
-        proc.kill()
+        if proc.returncode is None:
+            proc.kill()
         await proc.wait()
         raise AssertionError(f"{e}; output:\n" + "\n".join(seen[-60:])) from None
     assert any(line.startswith("local cluster up in") for line in seen)

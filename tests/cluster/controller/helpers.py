@@ -104,10 +104,13 @@ def short_pods(objs: Objects) -> str:
     rows = []
     for key, p in sorted(objs.items()):
         labels = p["metadata"].get("labels") or {}
+        statuses = p.get("status", {}).get("containerStatuses") or []
         rows.append(
             f"- {key} phase={p.get('status', {}).get('phase')} ready={pod_ready(p)} "
             f"group={labels.get(c.GROUP_INDEX_LABEL)} worker={labels.get(c.WORKER_INDEX_LABEL)} "
-            f"deleting={bool(p['metadata'].get('deletionTimestamp'))}"
+            f"deleting={bool(p['metadata'].get('deletionTimestamp'))} "
+            f"uid={p['metadata'].get('uid', '')[:8]} "
+            f"restarts={sum(s.get('restartCount', 0) for s in statuses)}"
         )
     return "\n".join(rows) or "(no pods)"
 

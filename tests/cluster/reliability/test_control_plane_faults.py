@@ -23,7 +23,13 @@ from lws_operator.cluster.simulate import restart_container
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import wait_for_objects
-from tests.cluster.controller.helpers import container, create_available, lws_body, lws_path
+from tests.cluster.controller.helpers import (
+    container,
+    create_available,
+    lws_body,
+    lws_path,
+    short_pods,
+)
 from tests.cluster.reliability.conflicts import conflicting_writes
 from tests.cluster.reliability.harness import (
     assert_converged,
@@ -221,6 +227,7 @@ async def test_writes_answered_with_conflicts(
             timeout=120,
             what="group 1 recreated with all-new pods",
             label_selector=f"{c.SET_NAME_LABEL}={NAME}",
+            summary=lambda objs: f"{short_pods(objs)}\n{injected.summary()}\n{op.tail(40)}",
         )
         done = await assert_converged(kube, ns, NAME, 4, 2, timeout=120)
     print(f"\nconflicts: {injected.summary()}")
