@@ -3,13 +3,14 @@ discovery; CRDs are waited on until Established."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kube.wait import wait_for_objects
 
@@ -27,20 +28,35 @@ class Applier:
         self.field_manager = field_manager
         self._discovery: dict[str, dict[str, tuple[str, bool]]] = {}
 
-    async def resource_of(self, api_version: str, kind: str) -> tuple[str, bool]:
-        """(plural, namespaced) of ``kind`` in ``api_version``."""
-        if api_version not in self._discovery:
-            base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-            listing = await self.kube.get(base)
-            self._discovery[api_version] = {
-                r["kind"]: (r["name"], bool(r.get("namespaced")))
-                for r in listing.get("resources", [])
-                if "/" not in r["name"]
-            }
-        try:
-            return self._discovery[api_version][kind]
-        except KeyError:
-            raise ValueError(f"the server has no kind {kind} in {api_version}") from None
+    async def resource_of(
+        self, api_version: str, kind: str, *, timeout: float = 10
+    ) -> tuple[str, bool]:
+        """(plural, namespaced) of ``kind`` in ``api_version``. Discovery lags a CRD that was
+        just Established (its group answers 404 for a moment, or lacks the kind), and no watch
+        tells when it catches up: it is asked again, bounded by ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if api_version not in self._discovery:
+                base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+                try:
+                    listing = await self.kube.get(base)
+                except ApiError as e:
+                    if not e.not_found or loop.time() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
+                    continue
+                self._discovery[api_version] = {
+                    r["kind"]: (r["name"], bool(r.get("namespaced")))
+                    for r in listing.get("resources", [])
+                    if "/" not in r["name"]
+                }
+            if kind in self._discovery[api_version]:
+                return self._discovery[api_version][kind]
+            if loop.time() > deadline:
+                raise ValueError(f"the server has no kind {kind} in {api_version}")
+            del self._discovery[api_version]
+            await asyncio.sleep(0.2)
 
     async def path_of(self, doc: dict[str, Any], namespace: str | None) -> str:
         plural, namespaced = await self.resource_of(doc["apiVersion"], doc["kind"])
