@@ -46,7 +46,6 @@ class Informer:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.synced = asyncio.Event()
-        self.relists = 0
         self._items: dict[Key, dict[str, dict[str, Any]]] = {}
         self._where: dict[tuple[str, str], Key] = {}  # (namespace, name) -> its key
 
@@ -139,7 +138,6 @@ class Informer:
                     backoff = await self._back_off(backoff, e)
             except Exception as e:  # connection lost, API server restarting...
                 backoff = await self._back_off(backoff, e)
-            self.relists += 1
 
     async def _back_off(self, backoff: float, error: Exception) -> float:
         backoff = min(max(backoff * 2, 0.5), _MAX_BACKOFF)

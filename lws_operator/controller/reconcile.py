@@ -663,8 +663,8 @@ class _Pass:
         )
         if not contains(old, result.status) or not contains(result.status, old):
             written = self.reconciler.status_written
-            now, key_ = time.monotonic(), (self.ns, self.name)
-            wait = written.get(key_, -COUNTERS_WRITE_INTERVAL) + COUNTERS_WRITE_INTERVAL - now
+            now, last = time.monotonic(), written.get((self.ns, self.name))
+            wait = 0.0 if last is None else last + COUNTERS_WRITE_INTERVAL - now
             if wait > 0 and not result.events and counters_only(old, result.status):
                 self._again(wait)  # written with whatever the counters are by then
             else:
@@ -672,7 +672,7 @@ class _Pass:
                     c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
                 )
                 await self.kube.patch(path, {"status": result.status}, kind="merge")
-                written[key_] = now
+                written[(self.ns, self.name)] = now
                 for event in result.events:
                     await self.events.post(self.body, NORMAL, event.reason, "Update", event.note)
         self.metrics.groups_observed(

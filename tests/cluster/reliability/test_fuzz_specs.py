@@ -143,28 +143,21 @@ async def test_the_corpus_for_real_with_the_operator_running(
     live += await asyncio.gather(*(valid(c) for c in VALID))
     want = dict(live)
 
-    def reported(objs: dict[str, dict[str, Any]]) -> bool:
+    def late(objs: dict[str, dict[str, Any]]) -> dict[str, tuple[Any, int]]:
+        """(observedGeneration, generation) of the objects not reported yet."""
         seen = {
             o["metadata"]["name"]: (o.get("status") or {}).get("observedGeneration")
             for o in objs.values()
         }
-        return all(seen.get(n) == g for n, g in want.items())
-
-    def summary(objs: dict[str, dict[str, Any]]) -> str:
-        seen = {
-            o["metadata"]["name"]: (o.get("status") or {}).get("observedGeneration")
-            for o in objs.values()
-        }
-        late = {n: (seen.get(n), g) for n, g in want.items() if seen.get(n) != g}
-        return f"not reported yet (observed, generation): {late}"
+        return {n: (seen.get(n), g) for n, g in want.items() if seen.get(n) != g}
 
     await wait_for_objects(
         kube,
         lws_path(ns),
-        reported,
+        lambda objs: not late(objs),
         timeout=120,
         what=f"the operator to report the generation of all {len(want)} objects",
-        summary=summary,
+        summary=lambda objs: f"not reported yet (observed, generation): {late(objs)}",
     )
     if operator is not None:
         operator.check_alive()
