@@ -9,7 +9,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LOCAL := .local
 KUBECONFIG_LOCAL := $(LOCAL)/kubeconfig
-CLUSTER := $(PY) -m lws_operator.cluster --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
+TESTBED := $(PY) -m lws_testbed
+# Options follow the subcommand: `python -m lws_testbed up --state-dir ...`.
+CLUSTER_ARGS := --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -18,8 +20,8 @@ PYTEST_ARGS ?=
 
 .PHONY: run
 run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C
-	$(PY) -m lws_operator.cluster build >/dev/null
-	$(PY) -m lws_operator.devrun --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
+	$(TESTBED) build >/dev/null
+	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS)
 
 .PHONY: test
 test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests
@@ -30,11 +32,11 @@ test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff,
 .PHONY: venv
 venv: $(STAMP) ## Create .venv and install the package with its dev dependencies
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml testbed/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python >= 3.11 is needed (found " + sys.version.split()[0] + ")")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet -e '.[dev]' -e ./testbed
 	@touch $@
 
 .PHONY: lint
@@ -48,8 +50,8 @@ fmt: $(STAMP) ## Format and fix what ruff can
 	$(VENV)/bin/ruff check --fix .
 
 .PHONY: typecheck
-typecheck: $(STAMP) ## mypy --strict on the package
-	$(VENV)/bin/mypy --strict lws_operator
+typecheck: $(STAMP) ## mypy --strict on the operator and the test bed
+	$(VENV)/bin/mypy --strict lws_operator testbed/lws_testbed
 
 .PHONY: test-unit
 test-unit: $(STAMP) ## Unit and property tests only (no cluster)
@@ -128,27 +130,27 @@ bench: $(STAMP) cluster-bins ## Ours vs upstream LWS v0.9.0, P1-P5, medians of 3
 
 .PHONY: cluster-bins
 cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold)
-	$(PY) -m lws_operator.cluster build
+	$(TESTBED) build
 
 .PHONY: cluster-bins-unless-external
 cluster-bins-unless-external: $(STAMP)
-	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then $(PY) -m lws_operator.cluster build; fi
+	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then $(TESTBED) build; fi
 
 .PHONY: cluster-up
 cluster-up: cluster-bins ## Start the local cluster in the background; kubeconfig: .local/kubeconfig
-	$(CLUSTER) up
+	$(TESTBED) up $(CLUSTER_ARGS)
 
 .PHONY: cluster-down
 cluster-down: $(STAMP) ## Stop the background local cluster
-	$(CLUSTER) down
+	$(TESTBED) down $(CLUSTER_ARGS)
 
 .PHONY: cluster-status
 cluster-status: $(STAMP) ## Is the background local cluster running?
-	$(CLUSTER) status
+	$(TESTBED) status $(CLUSTER_ARGS)
 
 .PHONY: clean
 clean: ## Remove the virtualenv and local state (not the binary cache)
-	-@[ -x $(PY) ] && $(CLUSTER) down >/dev/null 2>&1 || true
+	-@[ -x $(PY) ] && $(TESTBED) down $(CLUSTER_ARGS) >/dev/null 2>&1 || true
 	rm -rf $(VENV) $(LOCAL) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
 .PHONY: help

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.binaries import pins
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.operator_process import start_operator
 from lws_operator.kube.client import Kube
-from lws_operator.kube.manifests import Applier, load_documents
+from lws_testbed.binaries import pins
+from lws_testbed.local import LocalCluster
+from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.operator_process import start_operator
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"

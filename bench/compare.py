@@ -44,15 +44,15 @@ from typing import Any
 
 from bench.common import REPO, RESULTS, lws_manifest, machine
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
-from lws_operator.cluster.operator_process import start_operator
-from lws_operator.cluster.simulate import restart_container
-from lws_operator.cluster.upstream import start_upstream, upstream_dir
 from lws_operator.kube.client import Kube
-from lws_operator.kube.manifests import Applier, load_documents
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
 from lws_operator.plan.groups import pod_ready
+from lws_testbed.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
+from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.operator_process import start_operator
+from lws_testbed.simulate import restart_container
+from lws_testbed.upstream import start_upstream, upstream_dir
+from lws_testbed.wait import Objects, wait_for_objects
 
 SCENARIOS = ("P1", "P2", "P3", "P4")
 CONTROLLERS = ("ours", "upstream")
@@ -84,7 +84,7 @@ def settings() -> dict[str, Any]:
         "kube_scheduler": {"qps": cfg.scheduler_qps, "burst": cfg.scheduler_burst},
         "etcd": "tmpfs, --unsafe-no-fsync, auto-compaction 1h",
         "kube_apiserver": "audit log: Metadata level, omitStages RequestReceived, batch mode",
-        "kwok": "lws_operator/cluster/kwok-stages.yaml (pods Ready at once)",
+        "kwok": "testbed/lws_testbed/kwok-stages.yaml (pods Ready at once)",
         "ours": "lws-operator run (own process, default --workers 8, no client QPS limit), "
         "identity lws-operator (cluster-admin, not system:masters)",
         "upstream": "lws-manager v0.9.0, clientConnection qps 500 burst 500 (upstream defaults), "

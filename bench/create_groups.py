@@ -17,9 +17,9 @@ from pathlib import Path
 
 from bench.common import lws_manifest, operated, write_report
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import ClusterConfig, LocalCluster
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.wait import wait_for_objects
 
 COLUMNS = ("pods_created_s", "ready_s")
 

@@ -24,11 +24,11 @@ from lws_operator.api.admission_policy import (
     validating_admission_policy_binding,
 )
 from lws_operator.api.crd import custom_resource_definition
-from lws_operator.cluster.local import ClusterConfig, LocalCluster
-from lws_operator.cluster.operator_process import OperatorProcess, start_operator
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.kube.manifests import create_namespace, wait_established
 from lws_operator.kube.paths import resource_path
+from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.manifests import create_namespace, wait_established
+from lws_testbed.operator_process import OperatorProcess, start_operator
 from tests.unit.api.lws_testdata import base_object
 
 FIELD_MANAGER = "lws-api-tests"

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from lws_operator.cluster.local import ClusterConfig, ClusterError, LocalCluster, read_state
-from lws_operator.cluster.nodes import GPU_RESOURCE, RACK_LABEL, NodeShape
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
+from lws_testbed.local import ClusterConfig, ClusterError, LocalCluster, read_state
+from lws_testbed.nodes import GPU_RESOURCE, RACK_LABEL, NodeShape
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("LWS_TEST_KUBECONFIG")), reason="tests the local control plane harness"
@@ -69,7 +69,7 @@ def test_dying_component_fails_start_fast_with_its_log_tail(tmp_path: Path) -> N
 def test_detached_cluster_up_and_down_leave_no_process(tmp_path: Path) -> None:
     state = tmp_path / "state"
     kubeconfig = tmp_path / "kubeconfig"
-    cli = [sys.executable, "-m", "lws_operator.cluster"]
+    cli = [sys.executable, "-m", "lws_testbed"]
     args = ["--state-dir", str(state), "--kubeconfig", str(kubeconfig), "--nodes", "2"]
     up = subprocess.run([*cli, "up", *args], capture_output=True, text=True, timeout=180)
     assert up.returncode == 0, up.stderr

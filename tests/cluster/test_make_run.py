@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lws_operator.cluster.local import read_state
+from lws_testbed.local import read_state
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("LWS_TEST_KUBECONFIG")), reason="make run starts a local cluster"
@@ -30,7 +30,7 @@ async def test_make_run_brings_up_the_seed_example(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "lws_operator.devrun",
+        "lws_testbed.devrun",
         "--state-dir",
         str(state),
         "--kubeconfig",

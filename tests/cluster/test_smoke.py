@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from lws_operator.cluster.binaries import pins
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.nodes import GPU_RESOURCE, RACK_LABEL, ZONE_LABEL
-from lws_operator.cluster.simulate import fail_pod, restart_container
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
+from lws_testbed.binaries import pins
+from lws_testbed.local import LocalCluster
+from lws_testbed.nodes import GPU_RESOURCE, RACK_LABEL, ZONE_LABEL
+from lws_testbed.simulate import fail_pod, restart_container
+from lws_testbed.wait import Objects, wait_for_objects
 
 TIMEOUT = 60
 

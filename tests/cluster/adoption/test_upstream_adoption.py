@@ -31,14 +31,14 @@ from lws_operator.api.admission_policy import (
     validating_admission_policy_binding,
 )
 from lws_operator.api.crd import custom_resource_definition
-from lws_operator.cluster import upstream
-from lws_operator.cluster.local import ClusterConfig, LocalCluster
-from lws_operator.cluster.operator_process import start_operator
 from lws_operator.kube.client import Kube
-from lws_operator.kube.manifests import create_namespace, wait_established
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
 from lws_operator.plan.groups import labels_of, pod_ready
+from lws_testbed import upstream
+from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.manifests import create_namespace, wait_established
+from lws_testbed.operator_process import start_operator
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import (
     condition,
     container,

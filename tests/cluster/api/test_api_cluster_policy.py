@@ -8,7 +8,7 @@ from typing import Any
 from lws_operator.api.admission_policy import POLICY_NAME
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.conftest import ADMISSION
 
 

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.nodes import NodeShape, fake_nodes
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
+from lws_testbed.local import LocalCluster
+from lws_testbed.nodes import NodeShape, fake_nodes
 
 AddNode = Callable[[], Awaitable[None]]
 

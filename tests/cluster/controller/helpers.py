@@ -7,8 +7,8 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
 from lws_operator.plan.groups import pod_ready
+from lws_testbed.wait import Objects, wait_for_objects
 
 TIMEOUT = 90
 

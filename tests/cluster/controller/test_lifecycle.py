@@ -7,7 +7,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.conftest import AddNode
 from tests.cluster.controller.helpers import (
     container,

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.simulate import fail_pod, restart_container
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
+from lws_testbed.simulate import fail_pod, restart_container
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.conftest import AddNode
 from tests.cluster.controller.helpers import (
     container,

@@ -18,10 +18,10 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from lws_operator.cluster import binaries
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed import binaries
+from lws_testbed.wait import wait_for_objects
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"

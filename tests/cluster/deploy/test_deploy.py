@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
 from lws_operator.controller import certs
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import (
     create_available,
     is_available,

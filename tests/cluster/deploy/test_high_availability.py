@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.operator_process import OperatorProcess, start_operator
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.local import LocalCluster
+from lws_testbed.operator_process import OperatorProcess, start_operator
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.conftest import until
 from tests.cluster.controller.helpers import (
     create_available,

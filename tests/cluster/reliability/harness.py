@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.operator_process import OperatorProcess
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
 from lws_operator.plan.groups import pod_ready
 from lws_operator.plan.meta import controller_of
+from lws_testbed.operator_process import OperatorProcess
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import is_available, lws_path, short_pods
 
 TIMEOUT = 90

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.operator_process import OperatorProcess
-from lws_operator.cluster.simulate import restart_container
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.local import LocalCluster
+from lws_testbed.operator_process import OperatorProcess
+from lws_testbed.simulate import restart_container
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import (
     container,
     create_available,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.operator_process import OperatorProcess
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.operator_process import OperatorProcess
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import (
     container,
     create_available,

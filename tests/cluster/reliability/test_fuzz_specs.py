@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, seed, settings
 
-from lws_operator.cluster.operator_process import OperatorProcess
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.kube.wait import WaitTimeout, wait_for_objects
+from lws_testbed.operator_process import OperatorProcess
+from lws_testbed.wait import WaitTimeout, wait_for_objects
 from tests.cluster.controller.helpers import lws_path
 from tests.cluster.reliability.harness import tracebacks
 from tests.unit.api.lws_testdata import Case, load_cases, lws_objects

@@ -19,10 +19,10 @@ import aiohttp
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.operator_process import OperatorProcess
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
+from lws_testbed.operator_process import OperatorProcess
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import is_available, lws_body, lws_path
 from tests.cluster.reliability.harness import tracebacks
 

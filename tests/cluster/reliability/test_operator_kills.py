@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.operator_process import OperatorProcess
-from lws_operator.cluster.simulate import restart_container
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects
+from lws_testbed.operator_process import OperatorProcess
+from lws_testbed.simulate import restart_container
+from lws_testbed.wait import Objects
 from tests.cluster.controller.helpers import container, create_available, lws_body, lws_path
 from tests.cluster.reliability.harness import (
     assert_converged,

@@ -24,7 +24,7 @@ readies leader pods by hand:
 * Groups below the partition are replaced by the StatefulSet controller only when the
   partition reaches them, so they stay ready on the old revision.
 
-These tests need the local cluster (kwok's stages in lws_operator/cluster/kwok-stages.yaml,
+These tests need the local cluster (kwok's stages in testbed/lws_testbed/kwok-stages.yaml,
 which also keep kwok from deleting a pod that a StatefulSet has just recreated under the same
 name); with LWS_TEST_KUBECONFIG they are skipped.
 """
@@ -39,12 +39,12 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.simulate import HOLD_READY_ANNOTATION, make_ready, make_unready
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
 from lws_operator.plan.groups import pod_ready, statefulset_ready
+from lws_testbed.local import LocalCluster
+from lws_testbed.simulate import HOLD_READY_ANNOTATION, make_ready, make_unready
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import (
     is_available,
     list_of,

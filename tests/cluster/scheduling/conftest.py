@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import LocalCluster
-from lws_operator.cluster.nodes import GPU_RESOURCE, RACK_LABEL, ZONE_LABEL, NodeShape, fake_nodes
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
+from lws_testbed.local import LocalCluster
+from lws_testbed.nodes import GPU_RESOURCE, RACK_LABEL, ZONE_LABEL, NodeShape, fake_nodes
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import container
 
 POOL_LABEL = "lws-operator.local/pool"

@@ -13,7 +13,7 @@ import hashlib
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, wait_for_objects
+from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import lws_body, lws_path, short_pods
 
 # (policy, size, subgroup size) -> subgroup index of worker index 0 (the leader), 1, 2, ...

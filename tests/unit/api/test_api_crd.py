@@ -157,7 +157,7 @@ def test_crd_size_is_within_api_limits(definition: dict[str, Any]) -> None:
 
 
 def test_kube_schemas_are_from_the_pinned_kubernetes() -> None:
-    versions = (ROOT / "lws_operator" / "cluster" / "versions.env").read_text()
+    versions = (ROOT / "testbed" / "lws_testbed" / "versions.env").read_text()
     assert f"k8s.io/kubernetes@v{_pinned(versions)}/" in kube_schema.source()
 
 

@@ -1,6 +1,7 @@
 import pytest
 
-from lws_operator.cluster.simulate import (
+from lws_operator.plan.groups import pod_ready
+from lws_testbed.simulate import (
     HOLD_READY_ANNOTATION,
     failed_status,
     pod_ip_for,
@@ -8,7 +9,6 @@ from lws_operator.cluster.simulate import (
     restarted_status,
     unready_status,
 )
-from lws_operator.plan.groups import pod_ready
 
 
 def pod() -> dict:

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.kube.manifests import Applier
+from lws_testbed.manifests import Applier
 
 LWS = {"kind": "LeaderWorkerSet", "name": "leaderworkersets", "namespaced": True}
 

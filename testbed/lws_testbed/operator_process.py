@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lws_operator.kube.client import Kube
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.wait import wait_for_objects
 
 WEBHOOK_CONFIGS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 WEBHOOK_CONFIG = "lws-mutating-webhook-configuration"

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.cluster.local import ClusterConfig, ClusterError, LocalCluster, running_components
 from lws_operator.controller import operator
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.kube.manifests import Applier, load_documents
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.groups import pod_ready
+from lws_testbed.local import ClusterConfig, ClusterError, LocalCluster, running_components
+from lws_testbed.manifests import Applier, load_documents
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CRDS = sorted((REPO / "crds").glob("*.yaml"))
 EXAMPLE = REPO / "examples" / "vllm-llama3-405b.yaml"
 
@@ -123,7 +123,7 @@ async def run(kubeconfig: Path, operator_kubeconfig: Path, namespace: str) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lws_operator.devrun")
+    parser = argparse.ArgumentParser(prog="python -m lws_testbed.devrun")
     parser.add_argument("--state-dir", type=Path, default=Path(".local/cluster"))
     parser.add_argument("--kubeconfig", type=Path, default=Path(".local/kubeconfig"))
     parser.add_argument("--namespace", default="default")

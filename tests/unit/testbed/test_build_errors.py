@@ -5,7 +5,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lws_operator.cluster.binaries import BUILD_SCRIPT, cache_root, pins
+from lws_testbed.binaries import BUILD_SCRIPT, cache_root, pins
 
 
 def run_build(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

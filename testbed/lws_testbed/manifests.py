@@ -12,7 +12,7 @@ import yaml
 
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import wait_for_objects
+from lws_testbed.wait import wait_for_objects
 
 
 def load_documents(*paths: Path) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@ kube-scheduler and kwok as processes on 127.0.0.1, with simulated GPU nodes.
 
 One class owns it: :class:`LocalCluster`. It is used by the tests (a session fixture), by
 ``make run`` and by ``make cluster-up``/``cluster-down`` (through ``python -m
-lws_operator.cluster``). Everything it makes lives in one state directory: PKI, kubeconfigs,
+lws_testbed``). Everything it makes lives in one state directory: PKI, kubeconfigs,
 logs and ``state.json`` (the PIDs, so a detached cluster can be stopped from another process);
 etcd's data lives on tmpfs.
 """
@@ -33,11 +33,11 @@ from typing import Any
 import yaml
 
 from lws_operator import pki
-from lws_operator.cluster import binaries
-from lws_operator.cluster.nodes import NodeShape, fake_nodes
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kube.wait import Objects, WaitTimeout, wait_for_objects
+from lws_testbed import binaries
+from lws_testbed.nodes import NodeShape, fake_nodes
+from lws_testbed.wait import Objects, WaitTimeout, wait_for_objects
 
 HERE = Path(__file__).resolve().parent
 FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"

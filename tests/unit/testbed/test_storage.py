@@ -1,8 +1,8 @@
-"""Volumes for claims on the local cluster (lws_operator/cluster/storage.py)."""
+"""Volumes for claims on the local cluster (testbed/lws_testbed/storage.py)."""
 
 from __future__ import annotations
 
-from lws_operator.cluster.storage import NO_PROVISIONER, storage_class, volumes
+from lws_testbed.storage import NO_PROVISIONER, storage_class, volumes
 
 
 def test_storage_class_binds_at_first_consumer_without_a_provisioner() -> None:

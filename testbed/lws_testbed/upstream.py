@@ -29,11 +29,11 @@ import yaml
 
 from lws_operator import pki
 from lws_operator.api import constants as c
-from lws_operator.cluster.binaries import BUILD_SCRIPT
-from lws_operator.cluster.local import free_port
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.kube.manifests import Applier
 from lws_operator.kube.paths import resource_path
+from lws_testbed.binaries import BUILD_SCRIPT
+from lws_testbed.local import free_port
+from lws_testbed.manifests import Applier
 
 ADMISSION = "admissionregistration.k8s.io/v1"
 MUTATING_CONFIGURATION = "lws-mutating-webhook-configuration"

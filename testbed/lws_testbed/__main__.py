@@ -1,4 +1,4 @@
-"""``python -m lws_operator.cluster up|down|status|run|build``: the local cluster from a shell.
+"""``python -m lws_testbed up|down|status|run|build``: the local cluster from a shell.
 
 ``up`` starts a detached cluster and returns; ``down`` stops it; ``run`` keeps one in the
 foreground until Ctrl-C. The admin kubeconfig is written to ``--kubeconfig`` (the Makefile
@@ -13,15 +13,15 @@ import sys
 import threading
 from pathlib import Path
 
-from lws_operator.cluster import binaries
-from lws_operator.cluster.local import (
+from lws_testbed import binaries
+from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
     LocalCluster,
     running_components,
     stop_detached,
 )
-from lws_operator.cluster.nodes import NodeShape
+from lws_testbed.nodes import NodeShape
 
 DEFAULT_STATE = Path(".local/cluster")
 DEFAULT_KUBECONFIG = Path(".local/kubeconfig")
@@ -100,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lws_operator.cluster")
+    parser = argparse.ArgumentParser(prog="python -m lws_testbed")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, fn in (
         ("build", cmd_build),

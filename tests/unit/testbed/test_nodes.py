@@ -3,7 +3,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lws_operator.cluster.nodes import (
+from lws_testbed.nodes import (
     GPU_RESOURCE,
     KWOK_ANNOTATION,
     RACK_LABEL,
