@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 
 from lws_operator.controller.logs import reconciling
 from lws_operator.controller.queue import Handler, WorkQueue
-from lws_operator.plan.status import ObservedGroup
+from lws_operator.plan.groups import Group
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,9 @@ class ReconcileMetrics(Protocol):
         self,
         namespace: str,
         name: str,
-        groups: Sequence[ObservedGroup],
+        groups: Sequence[Group],
+        key: str,
+        size: int,
         desired: int,
         rollout_done: bool,
     ) -> None: ...
@@ -74,7 +76,9 @@ class NoMetrics:
         self,
         namespace: str,
         name: str,
-        groups: Sequence[ObservedGroup],
+        groups: Sequence[Group],
+        key: str,
+        size: int,
         desired: int,
         rollout_done: bool,
     ) -> None:
@@ -84,12 +88,12 @@ class NoMetrics:
         pass
 
 
-def group_state(g: ObservedGroup) -> str:
-    """One state per group: not yet on the current revision is ``updating``; else ``ready``
-    when its leader and workers are ready; else ``not_ready``."""
-    if not (g.leader_updated and g.workers_updated):
+def group_state(g: Group, key: str, size: int) -> str:
+    """One state per group: not yet on the current revision ``key`` is ``updating``; else
+    ``ready`` when its leader and workers are ready; else ``not_ready``."""
+    if not g.updated(size, key):
         return "updating"
-    return "ready" if g.leader_ready and g.workers_present and g.workers_ready else "not_ready"
+    return "ready" if g.ready(size) else "not_ready"
 
 
 class _QueueCollector(Collector):
@@ -252,16 +256,20 @@ class Metrics:
         self,
         namespace: str,
         name: str,
-        groups: Sequence[ObservedGroup],
+        groups: Sequence[Group],
+        key: str,
+        size: int,
         desired: int,
         rollout_done: bool,
     ) -> None:
+        """``groups`` are those of the leader StatefulSet; a missing leader is not counted."""
         counts = dict.fromkeys(GROUP_STATES, 0)
-        for g in groups:
-            counts[group_state(g)] += 1
+        present = [g for g in groups if g.leader is not None]
+        for g in present:
+            counts[group_state(g, key, size)] += 1
         for state, n in counts.items():
             self.groups.labels(namespace, name, state).set(n)
-        updated = sum(1 for g in groups if g.leader_updated and g.workers_updated)
+        updated = sum(1 for g in present if g.updated(size, key))
         self.rollout_desired.labels(namespace, name).set(desired)
         self.rollout_updated.labels(namespace, name).set(updated)
         self.rollout_in_progress.labels(namespace, name).set(0 if rollout_done else 1)

@@ -1,11 +1,19 @@
 """``lws-operator run``: the operator process.
 
-kopf watches LeaderWorkerSets and keeps them in an index; informers (``informer.py``) list and
-watch the objects labelled ``leaderworkerset.sigs.k8s.io/name`` (server-side label selector)
-and keep projections of them. Every event only wakes the reconcile of the LWS it belongs to,
-through a work queue. The pod webhook is served from the same event
-loop. Nothing is written to user objects for bookkeeping: kopf's change-detection annotations,
-finalizers and log-events are not used.
+What kopf owns: the LeaderWorkerSet watch (an index of LWS objects, and an event handler that
+wakes the LWS), the login and the process lifecycle (start-up, signals, stop). What the
+operator's own informers (``informer.py``) own: the LWS's children (StatefulSets, pods,
+Services, ControllerRevisions, PodGroups, found by the ``leaderworkerset.sigs.k8s.io/name``
+label on the server) and the nodes, kept as projections in the cache. kopf's per-object
+machinery for every pod event was most of the CPU; an informer event costs one projection.
+Every event only wakes the reconcile of its LWS, through a work queue. The pod webhook is
+served from the same event loop.
+
+Two kopf features are switched off because they cost something on every LWS event and the
+operator has no use for them: the diff base (a deep copy of each object for change-detection
+handlers: it has none) and the posting of kopf's log lines as Events (the operator's Events are
+upstream's). Nothing is written to user objects for bookkeeping: no kopf annotations or
+finalizers.
 """
 
 from __future__ import annotations
@@ -25,13 +33,15 @@ from lws_operator.api import constants as c
 from lws_operator.controller import certs, webhook
 from lws_operator.controller.cache import (
     Cache,
+    node_key,
     project_meta,
+    project_node,
     project_pod,
     project_revision,
     project_statefulset,
 )
 from lws_operator.controller.external_certs import ExternalCertKeeper
-from lws_operator.controller.informer import DELETED, Informer, Key
+from lws_operator.controller.informer import Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
 from lws_operator.controller.metrics import Metrics, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
@@ -98,8 +108,8 @@ def _children(config: OperatorConfig) -> tuple[Any, ...]:
 
 class _NoDiffBase(kopf.DiffBaseStorage):
     """kopf builds a "diff base" (a deep copy of the essence) of every object on every event,
-    for change-detection handlers; the operator has none (only event and index handlers), so
-    it keeps and writes nothing."""
+    even without change-detection handlers; the operator has none (only event and index
+    handlers), so it builds, keeps and writes nothing."""
 
     def build(self, *, body: Any, extra_fields: Any = None) -> Any:
         return {}
@@ -148,16 +158,31 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
     return reg
 
 
+def node_informer(kube: Kube) -> Informer:
+    """All nodes, as projections (``cache.project_node``); their events wake nothing."""
+    return Informer(
+        kube,
+        resource_path("v1", "nodes"),
+        project_node,
+        lambda *_: None,
+        label_selector=None,
+        key_of=node_key,
+    )
+
+
 def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
-    with ``cache``; each event wakes its LWS, and a deleted pod is remembered."""
-    out = []
+    with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
+    exclusive placement and lost-node detection), whose events wake nothing: what needs a node
+    waits on its pod's events, or on a timer."""
+    nodes = node_informer(kube)
+    cache.add_informer("nodes", nodes)
+    out = [nodes]
     for name, group, version, plural, projection in _children(config):
         api_version = f"{group}/{version}" if group else version
 
-        def on_change(kind: str, key: Key, obj: Any, _pods: bool = plural == "pods") -> None:
-            if _pods and kind == DELETED:
-                cache.pod_deleted(key, obj)
+        def on_change(kind: str, key: Key, obj: Any, _store: str = name) -> None:
+            cache.changed(_store, kind, key, obj)
             queue.add(key)
 
         for ns in config.namespaces or (None,):
@@ -252,8 +277,9 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     kube = await Kube.connect(config.kubeconfig, user_agent=USER_AGENT)
     cache = Cache()
     metrics = Metrics()
+    recorder = EventRecorder(kube)
     reconciler = Reconciler(
-        kube, cache, EventRecorder(kube), metrics=metrics, gang_provider=config.gang_provider
+        kube, cache, recorder, metrics=metrics, gang_provider=config.gang_provider
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
     metrics.watch_queue(queue)
@@ -300,6 +326,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         lambda leading: metrics.leader.labels(LEASE_NAME).set(int(leading)),
     )
     leadership.start()
+    recorder.start()
     try:
         await kopf.operator(
             registry=registry(cache, queue, config),
@@ -316,6 +343,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             task.cancel()
         await asyncio.gather(*watching, return_exceptions=True)
         await leadership.stop()
+        await recorder.stop()
         await keeper.stop()
         for endpoint in endpoints:
             await endpoint.stop()

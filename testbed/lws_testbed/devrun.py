@@ -18,7 +18,7 @@ from lws_operator.api import constants as c
 from lws_operator.controller import operator
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.local import ClusterConfig, ClusterError, LocalCluster, running_components
 from lws_testbed.manifests import Applier, load_documents
 

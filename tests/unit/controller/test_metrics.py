@@ -19,7 +19,7 @@ from lws_operator.controller.metrics import (
     serve_endpoints,
 )
 from lws_operator.controller.queue import WorkQueue
-from lws_operator.plan.status import ObservedGroup
+from tests.unit.plan.groups import CURRENT, group
 
 
 def samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -30,15 +30,11 @@ def samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def group(index: int, *, ready: bool = True, updated: bool = True) -> ObservedGroup:
-    return ObservedGroup(index, ready, updated, True, ready, updated)
-
-
 def test_group_states_partition_the_groups() -> None:
-    assert group_state(group(0)) == "ready"
-    assert group_state(group(0, ready=False)) == "not_ready"
-    assert group_state(group(0, ready=False, updated=False)) == "updating"
-    assert group_state(group(0, updated=False)) == "updating"
+    assert group_state(group(0), CURRENT, 2) == "ready"
+    assert group_state(group(0, ready=False), CURRENT, 2) == "not_ready"
+    assert group_state(group(0, ready=False, updated=False), CURRENT, 2) == "updating"
+    assert group_state(group(0, updated=False), CURRENT, 2) == "updating"
 
 
 async def test_reconcile_wrapper_counts_results_errors_and_time() -> None:
@@ -89,7 +85,7 @@ async def test_queue_depth_and_adds() -> None:
 def test_lws_series_and_forgetting_them() -> None:
     m = Metrics()
     groups = [group(0), group(1, ready=False), group(2, updated=False)]
-    m.groups_observed("ns", "x", groups, desired=3, rollout_done=False)
+    m.groups_observed("ns", "x", groups, CURRENT, 2, desired=3, rollout_done=False)
     m.group_recreated("ns", "x", "deleted")
     m.group_recreated("ns", "x", "deleted")
     s = samples(m)
