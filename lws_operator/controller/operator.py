@@ -179,17 +179,15 @@ class WebhookKeeper:
         self.server = webhook.WebhookServer(
             config.webhook_bind_host, config.webhook_port, config.gang_provider
         )
-        self._task: asyncio.Task[None] | None = None
-
-    async def _certificate(self, previous: certs.ServingCert | None) -> certs.ServingCert:
-        if self.config.webhook_service is None:
-            host = self.config.webhook_bind_host
-            if previous is not None and certs.usable(previous, ()):
-                return previous
-            return certs.issue(dns_names=("localhost",), ip_addresses=(host,), previous=previous)
-        return await certs.ensure_secret_cert(
-            self.kube, namespace=self.config.namespace, service=self.config.webhook_service
+        self.certs = certs.CertKeeper(
+            kube,
+            namespace=config.namespace,
+            service=config.webhook_service,
+            secret_name=certs.SECRET_NAME,
+            host=config.webhook_bind_host,
+            ca_name="lws-webhook-ca",
         )
+        self._task: asyncio.Task[None] | None = None
 
     async def _publish(self, cert: certs.ServingCert) -> None:
         self.server.load(cert)
@@ -202,40 +200,13 @@ class WebhookKeeper:
         await webhook.register(self.kube, webhook.webhook_configuration(client, cert.ca_bundle))
 
     async def start(self) -> None:
-        cert = await self._certificate(None)
+        cert = await self.certs.current()
         self.server.load(cert)
         await self.server.start()
         await self._publish(cert)
-        self._task = asyncio.create_task(self._keep(cert), name="webhook-certificate")
-
-    async def _keep(self, cert: certs.ServingCert) -> None:
-        """Renew when due; in cluster, also follow the Secret when another replica renews it."""
-        while True:
-            wait = max(1.0, (cert.renew_at() - certs._now()).total_seconds())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._secret_changed(cert), timeout=wait)
-            try:
-                fresh = await self._certificate(cert)
-            except Exception:
-                log.exception("renewing the webhook certificate failed; retrying in 60s")
-                await asyncio.sleep(60)
-                continue
-            if fresh != cert:
-                await self._publish(fresh)
-                cert = fresh
-
-    async def _secret_changed(self, cert: certs.ServingCert) -> None:
-        """Return when the certificate Secret no longer holds ``cert`` (never, out of cluster)."""
-        if self.config.webhook_service is None:
-            await asyncio.Event().wait()
-            return
-        path = resource_path("v1", "secrets", namespace=self.config.namespace)
-        selector = f"metadata.name={certs.SECRET_NAME}"
-        while True:
-            async for _kind, obj in self.kube.watch(path, field_selector=selector):
-                current = certs._from_secret(obj)
-                if current is not None and current.leaf != cert.leaf:
-                    return
+        self._task = asyncio.create_task(
+            self.certs.keep(cert, self._publish), name="webhook-certificate"
+        )
 
     async def stop(self) -> None:
         if self._task is not None:
