@@ -33,7 +33,7 @@ from lws_operator.controller.cache import (
 from lws_operator.controller.external_certs import ExternalCertKeeper
 from lws_operator.controller.informer import DELETED, Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
-from lws_operator.controller.metrics import Metrics, serve_endpoints
+from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
 from lws_operator.kube.client import Kube
@@ -74,6 +74,12 @@ class OperatorConfig:
     # HOST:PORT or :PORT of /metrics and of /healthz and /readyz; "0" disables.
     metrics_bind_address: str = "0"
     health_probe_bind_address: str = "0"
+    # /metrics over HTTPS with token authorization (else plain HTTP, open to anyone); its
+    # certificate from this directory, else kept in a Secret for this Service (in cluster),
+    # else made in memory.
+    metrics_secure: bool = True
+    metrics_cert_dir: Path | None = None
+    metrics_service: str | None = None
 
 
 # (store name, API group, version, plural, projection), watched by informers with a server-side
@@ -242,7 +248,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         for i in informers(kube, cache, queue, config)
     ]
     endpoints = await serve_endpoints(
-        config.metrics_bind_address,
+        MetricsServing(
+            address=config.metrics_bind_address,
+            secure=config.metrics_secure,
+            cert_dir=config.metrics_cert_dir,
+            service=config.metrics_service,
+            namespace=config.namespace,
+        ),
         config.health_probe_bind_address,
         metrics,
         lambda: iter(
@@ -251,6 +263,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
                 ("informers", kopf_ready.is_set() and cache.synced()),
             ]
         ),
+        kube,
     )
     await keeper.start()
     log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)
