@@ -43,7 +43,7 @@ from lws_operator.controller.cache import (
 from lws_operator.controller.external_certs import ExternalCertKeeper
 from lws_operator.controller.informer import Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
-from lws_operator.controller.metrics import Metrics, serve_endpoints
+from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
 from lws_operator.kube.client import Kube
@@ -84,6 +84,12 @@ class OperatorConfig:
     # HOST:PORT or :PORT of /metrics and of /healthz and /readyz; "0" disables.
     metrics_bind_address: str = "0"
     health_probe_bind_address: str = "0"
+    # /metrics over HTTPS with token authorization (else plain HTTP, open to anyone); its
+    # certificate from this directory, else kept in a Secret for this Service (in cluster),
+    # else made in memory.
+    metrics_secure: bool = True
+    metrics_cert_dir: Path | None = None
+    metrics_service: str | None = None
 
 
 # (store name, API group, version, plural, projection), watched by informers with a server-side
@@ -204,17 +210,15 @@ class WebhookKeeper:
         self.server = webhook.WebhookServer(
             config.webhook_bind_host, config.webhook_port, config.gang_provider
         )
-        self._task: asyncio.Task[None] | None = None
-
-    async def _certificate(self, previous: certs.ServingCert | None) -> certs.ServingCert:
-        if self.config.webhook_service is None:
-            host = self.config.webhook_bind_host
-            if previous is not None and certs.usable(previous, ()):
-                return previous
-            return certs.issue(dns_names=("localhost",), ip_addresses=(host,), previous=previous)
-        return await certs.ensure_secret_cert(
-            self.kube, namespace=self.config.namespace, service=self.config.webhook_service
+        self.certs = certs.CertKeeper(
+            kube,
+            namespace=config.namespace,
+            service=config.webhook_service,
+            secret_name=certs.SECRET_NAME,
+            host=config.webhook_bind_host,
+            ca_name="lws-webhook-ca",
         )
+        self._task: asyncio.Task[None] | None = None
 
     async def _publish(self, cert: certs.ServingCert) -> None:
         self.server.load(cert)
@@ -227,40 +231,13 @@ class WebhookKeeper:
         await webhook.register(self.kube, webhook.webhook_configuration(client, cert.ca_bundle))
 
     async def start(self) -> None:
-        cert = await self._certificate(None)
+        cert = await self.certs.current()
         self.server.load(cert)
         await self.server.start()
         await self._publish(cert)
-        self._task = asyncio.create_task(self._keep(cert), name="webhook-certificate")
-
-    async def _keep(self, cert: certs.ServingCert) -> None:
-        """Renew when due; in cluster, also follow the Secret when another replica renews it."""
-        while True:
-            wait = max(1.0, (cert.renew_at() - certs._now()).total_seconds())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._secret_changed(cert), timeout=wait)
-            try:
-                fresh = await self._certificate(cert)
-            except Exception:
-                log.exception("renewing the webhook certificate failed; retrying in 60s")
-                await asyncio.sleep(60)
-                continue
-            if fresh != cert:
-                await self._publish(fresh)
-                cert = fresh
-
-    async def _secret_changed(self, cert: certs.ServingCert) -> None:
-        """Return when the certificate Secret no longer holds ``cert`` (never, out of cluster)."""
-        if self.config.webhook_service is None:
-            await asyncio.Event().wait()
-            return
-        path = resource_path("v1", "secrets", namespace=self.config.namespace)
-        selector = f"metadata.name={certs.SECRET_NAME}"
-        while True:
-            async for _kind, obj in self.kube.watch(path, field_selector=selector):
-                current = certs._from_secret(obj)
-                if current is not None and current.leaf != cert.leaf:
-                    return
+        self._task = asyncio.create_task(
+            self.certs.keep(cert, self._publish), name="webhook-certificate"
+        )
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -297,7 +274,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         for i in informers(kube, cache, queue, config)
     ]
     endpoints = await serve_endpoints(
-        config.metrics_bind_address,
+        MetricsServing(
+            address=config.metrics_bind_address,
+            secure=config.metrics_secure,
+            cert_dir=config.metrics_cert_dir,
+            service=config.metrics_service,
+            namespace=config.namespace,
+        ),
         config.health_probe_bind_address,
         metrics,
         lambda: iter(
@@ -306,6 +289,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
                 ("informers", kopf_ready.is_set() and cache.synced()),
             ]
         ),
+        kube,
     )
     await keeper.start()
     log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)

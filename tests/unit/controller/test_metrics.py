@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from lws_operator.controller.logs import ContextFilter, JsonFormatter, reconciling
 from lws_operator.controller.metrics import (
     Metrics,
+    MetricsServing,
     group_state,
     parse_bind_address,
     serve_endpoints,
@@ -113,7 +114,8 @@ async def test_endpoints_serve_metrics_health_and_readiness() -> None:
     m = Metrics()
     m.webhook_request("/mutate--v1-pod", 200, 0.01)
     ready = {"webhook": True, "informers": False}
-    endpoints = await serve_endpoints("127.0.0.1:0", "127.0.0.1:0", m, lambda: iter(ready.items()))
+    plain = MetricsServing("127.0.0.1:0", secure=False)  # (secure: tests/cluster/deploy)
+    endpoints = await serve_endpoints(plain, "127.0.0.1:0", m, lambda: iter(ready.items()))
     metrics_port, health_port = (e.port for e in endpoints)
     try:
         async with aiohttp.ClientSession() as http:
