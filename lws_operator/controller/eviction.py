@@ -22,6 +22,7 @@ import base64
 import datetime
 import json
 import logging
+import time
 from typing import Any
 
 from pydantic import ValidationError
@@ -44,6 +45,9 @@ COVERED_ANNOTATION = "lws-operator.x-k8s.io/covered"
 _CONFIG_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 # A conflicting write of the state (another eviction, the reconcile) is read again this often.
 ATTEMPTS = 5
+# The configuration is read again at most this often to repair it, e.g. after a re-applied
+# install manifest reset its matchConditions.
+VERIFY_SECONDS = 60.0
 
 
 def eviction_webhook(client_config: dict[str, Any], ca_bundle: bytes | None) -> dict[str, Any]:
@@ -114,6 +118,7 @@ class EvictionCoverage:
         self._remove: set[Key] = set()
         self._lock = asyncio.Lock()
         self._warned = False
+        self._verified = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def publish(self, client_config: dict[str, Any], ca_bundle: bytes) -> None:
@@ -123,11 +128,12 @@ class EvictionCoverage:
 
     async def cover(self, key: Key) -> None:
         """Return once evictions of this LWS's pods reach the webhook."""
-        if self._covered is not None and key in self._covered and key not in self._remove:
+        due = time.monotonic() - self._verified > VERIFY_SECONDS
+        if self._covered is not None and key in self._covered and not due:
             return
         self._add.add(key)
         self._remove.discard(key)
-        await self._write()
+        await self._write(force=due)
 
     def forget(self, key: Key) -> None:
         """The LWS is gone: stop covering it (in the background)."""
@@ -145,7 +151,7 @@ class EvictionCoverage:
             add, remove = set(self._add), set(self._remove)
             for _ in range(ATTEMPTS):
                 current = await self.kube.get_or_none(path)
-                covered = (covered_of(current) | add) - remove
+                covered = (covered_of(current) | (self._covered or set()) | add) - remove
                 if current is None and not self.manage_client:
                     if not self._warned:
                         log.warning(
@@ -167,6 +173,8 @@ class EvictionCoverage:
                     for hook in body.get("webhooks") or []:
                         if hook.get("name") == WEBHOOK_NAME:
                             hook["matchConditions"] = match_conditions(covered)
+                if current is not None and _same(current, body):
+                    break
                 try:
                     if current is None:
                         await self.kube.create(_CONFIG_PATH, body)
@@ -184,6 +192,18 @@ class EvictionCoverage:
             self._covered -= remove
             self._add -= add
             self._remove -= remove
+            self._verified = time.monotonic()
+
+
+def _same(current: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Whether writing ``body`` would change what the API server acts on."""
+    ours = (body.get("metadata") or {}).get("annotations", {}).get(COVERED_ANNOTATION)
+    theirs = (current.get("metadata") or {}).get("annotations", {}).get(COVERED_ANNOTATION)
+    hooks = {h.get("name"): h for h in current.get("webhooks") or []}
+    return ours == theirs and all(
+        all(hooks.get(h["name"], {}).get(k) == v for k, v in h.items())
+        for h in body.get("webhooks") or []
+    )
 
 
 class EvictionReviewer:

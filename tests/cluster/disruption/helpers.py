@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.disruption import BUDGET_ANNOTATION, STATE_ANNOTATION
 from lws_operator.plan.meta import is_deleting, pod_ready
@@ -27,7 +27,13 @@ DRAIN_TIMEOUT = 240
 
 
 def gpu_lws(
-    name: str, pool: NodePool, *, replicas: int, max_surge: int = 1, budget: str | None = None
+    name: str,
+    pool: NodePool,
+    *,
+    replicas: int,
+    max_surge: int = 1,
+    budget: str | None = None,
+    gpus: int = GPUS,
 ) -> dict[str, Any]:
     annotations = {} if budget is None else {BUDGET_ANNOTATION: budget}
     return lws_body(
@@ -35,8 +41,8 @@ def gpu_lws(
         replicas=replicas,
         size=SIZE,
         annotations=annotations,
-        leader_spec=gpu_pod_spec("leader", GPUS, pool),
-        worker_spec=gpu_pod_spec("worker", GPUS, pool),
+        leader_spec=gpu_pod_spec("leader", gpus, pool),
+        worker_spec=gpu_pod_spec("worker", gpus, pool),
         rolloutStrategy={
             "type": "RollingUpdate",
             "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": max_surge},
@@ -216,3 +222,15 @@ async def diagnostics(kube: Kube, ns: str, name: str) -> str:
             f"moves={(s['metadata'].get('annotations') or {}).get(STATE_ANNOTATION)}"
         )
     return "\n".join(rows)
+
+
+async def evict(kube: Kube, ns: str, name: str) -> ApiError | None:
+    """POST the pod's eviction; the error the API server answered, or None when it went
+    through."""
+    path = resource_path("v1", "pods", namespace=ns, name=name, subresource="eviction")
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
+    try:
+        await kube.create(path, body)
+    except ApiError as e:
+        return e
+    return None

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kubectl_lws import cmd_status
 from lws_operator.plan.meta import is_deleting, pod_ready
@@ -28,22 +28,17 @@ from tests.cluster.controller.helpers import (
     wait_lws,
     wait_pods,
 )
-from tests.cluster.disruption.helpers import Watcher, diagnostics, drain, gpu_lws, pods_by_node
-from tests.cluster.scheduling.conftest import NodePool, gpu_pod_spec
+from tests.cluster.disruption.helpers import (
+    Watcher,
+    diagnostics,
+    drain,
+    evict,
+    gpu_lws,
+    pods_by_node,
+)
+from tests.cluster.scheduling.conftest import NodePool
 
 pytestmark = pytest.mark.timeout(300)
-
-
-async def evict(kube: Kube, ns: str, name: str) -> ApiError | None:
-    """POST the pod's eviction; the error the API server answered, or None when it went
-    through."""
-    path = resource_path("v1", "pods", namespace=ns, name=name, subresource="eviction")
-    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
-    try:
-        await kube.create(path, body)
-    except ApiError as e:
-        return e
-    return None
 
 
 def held_lws(name: str) -> dict[str, Any]:
@@ -167,17 +162,31 @@ async def test_without_surge_the_budget_alone(
     node_pool: NodePool,
     max_surge: int,
 ) -> None:
-    """Three nodes with room for two pods each, four pods: the drained node holds one, the
-    others leave room for one more pod but not for a surge group of two. The group is released
-    without a surge, never more than B = 1 group down."""
+    """Four pods of 4 GPUs: three fill a node of 8 and a node of 4 GPUs, the fourth lands on a
+    third node of 8 added then. The small node, drained, holds one pod; the others leave room
+    for one more pod but not for a surge group of two. Its group is released without a surge,
+    never more than B = 1 group down, and rebuilt in the room it freed."""
     ns, name = lws_namespace, "tight"
-    await node_pool.add_rack(3)
-    body = gpu_lws(name, node_pool, replicas=2, max_surge=max_surge)
-    for role in ("leaderTemplate", "workerTemplate"):
-        body["spec"]["leaderWorkerTemplate"][role]["spec"] = gpu_pod_spec(role, 4, node_pool)
-    await create_available(kube, ns, body)
-    placed = await pods_by_node(kube, ns, name)
-    (node,) = [n for n, pods in placed.items() if len(pods) == 1]
+    await node_pool.add_rack(1)
+    small = await node_pool.add_rack(1, gpus=4)
+    await kube.create(
+        resource_path(c.API_VERSION, c.PLURAL, namespace=ns),
+        gpu_lws(name, node_pool, replicas=2, max_surge=max_surge, gpus=4),
+    )
+    await wait_pods(
+        kube,
+        ns,
+        name,
+        lambda objs: (
+            sum(bool(p["spec"].get("nodeName")) for p in objs.values()) == 3 and len(objs) == 4
+        ),
+        "three of four pods placed",
+    )
+    await node_pool.add_rack(1)
+    await wait_lws(kube, ns, name, lambda o: is_available(o, 2), "Available")
+    (node,) = [n for n in node_pool.nodes if n.startswith(f"{node_pool.name}-r1")]
+    assert small.endswith("rack-1")
+    assert len((await pods_by_node(kube, ns, name)).get(node, [])) == 1
     watcher = Watcher(kube, ns, name, 2)
     async with watcher.watching(floor=1):
         await drain(kubeconfig, node)

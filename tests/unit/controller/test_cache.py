@@ -65,7 +65,7 @@ def test_node_projection_keeps_labels_readiness_and_the_out_of_service_taint() -
             "taints": [
                 {"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"},
                 {"key": "gpu", "effect": "NoSchedule"},
-            ]
+            ],
         },
         "status": {
             "conditions": [
