@@ -87,8 +87,15 @@ async def event_notes(kube: Kube, ns: str, name: str) -> list[tuple[str, str, st
 
 
 async def test_surge_first_step_by_step(
-    kube: Kube, lws_namespace: str, local_cluster: LocalCluster | None
+    kube: Kube,
+    lws_namespace: str,
+    local_cluster: LocalCluster | None,
+    pause_session_operator: Callable[[], contextlib.AbstractAsyncContextManager[None]],
 ) -> None:
+    """One eviction, each step held until the test makes pods Ready: the surge group first,
+    the operator restarted mid-move (the move lives on the leader StatefulSet), the old group
+    released whole, the drain's retry by name answered 404, the surge given back; what
+    kubectl lws status and the Events say on the way."""
     if local_cluster is None:
         pytest.skip("needs kwok's hold-ready stage")
     ns, name = lws_namespace, "steps"
@@ -118,6 +125,8 @@ async def test_surge_first_step_by_step(
     assert "group 1: surging for" in status and f"waiting for surge group {name}-2" in status
     again = await evict(kube, ns, f"{name}-1")
     assert again is not None and again.status == 429 and "waiting for surge group" in again.message
+    async with pause_session_operator():
+        pass  # stopped and started again: it resumes the move from the cluster
 
     # Ready: group 1 is released whole, then rebuilt under its own names.
     await ready_group(kube, ns, name, 2)
