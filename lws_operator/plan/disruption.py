@@ -529,13 +529,15 @@ def plan_disruption(inp: DisruptionInput, rollout: RolloutPlan) -> DisruptionPla
                 moves.append(replace(move, phase=SURGING, slot=True, why=why))
                 continue
         elif available - 1 >= floor:
-            reason = "without a replacement: " + (
-                "maxSurge is 0"
-                if inp.budget.surge == 0
-                else "a rollout is in progress"
-                if not at_rest
-                else "every surge group is in use"
-            )
+            if move.group >= r:
+                why_not = "it is a surge group itself"
+            elif inp.budget.surge == 0:
+                why_not = "maxSurge is 0"
+            elif not at_rest:
+                why_not = "a rollout is in progress"
+            else:
+                why_not = "every surge group is in use"
+            reason = f"without a replacement: {why_not}"
         else:
             moves.append(
                 replace(

@@ -298,6 +298,9 @@ def test_without_surge_one_group_goes_at_a_time() -> None:
     # Below the floor (a group already down), it waits.
     wait = step(requested(), groups(True, False, True, True), b=budget(1, surge=0))
     assert wait.release == () and "waiting: 3 groups available" in wait.state.moves[0].why
+    # A surge group evicted is released without a surge of its own.
+    surge = step(requested(4), [*groups(True, True, True, True), Group(4, pod(4))])
+    assert "it is a surge group itself" in surge.release[0].note
     # A rollout in progress: no surge either.
     rolling = step(requested(), groups(True, True, True, True), changed=True)
     assert "a rollout is in progress" in rolling.release[0].note
