@@ -127,9 +127,6 @@ test-kind: $(STAMP) ## kind cluster + image + kind overlay, then the cluster tes
 
 ##@ Real nodes and e2e (Linux, root, Debian's packages)
 
-E2E_OVERLAY := testbed/lws_testbed/deploy/e2e
-E2E_ENV := LWS_TEST_KUBECONFIG=$(KUBECONFIG_LOCAL) LWS_TEST_OPERATOR=external LWS_E2E_STATE=$(LOCAL)/cluster
-
 .PHONY: node-packages
 node-packages: ## Install the Debian packages a real node needs, when missing (containerd, runc, CNI, nftables, ...)
 	@bash testbed/lws_testbed/realnode/node-packages.sh
@@ -143,25 +140,16 @@ e2e-images: node-packages node-bins ## Build the pause, workload and operator im
 	@$(TESTBED) image pause && $(TESTBED) image workload && $(TESTBED) image operator
 
 .PHONY: e2e-up
-e2e-up: e2e-images ## Local cluster + a real node + the operator deployed as users do (make deploy), kubeconfig .local/kubeconfig
-	$(TESTBED) up --real-nodes 1 --operator-image $(CLUSTER_ARGS)
-	@bins=$$($(TESTBED) build); $(MAKE) --no-print-directory deploy OVERLAY=$(E2E_OVERLAY) \
-		IMG=$$($(TESTBED) image operator) KUBECTL="$$bins/kubectl --kubeconfig $(KUBECONFIG_LOCAL)" \
-	&& echo "operator deployed (2 replicas on $$($(PY) -c 'from lws_testbed import realnode; print(realnode.NODE_NAME)')): \
-	KUBECONFIG=$(KUBECONFIG_LOCAL) $$bins/kubectl -n lws-system get pods -o wide; make e2e-down stops it all"
+e2e-up: e2e-images ## Local cluster + a real node + the operator deployed as users do (make deploy); kubeconfig .local/kubeconfig
+	$(PY) -m lws_testbed.e2e up $(CLUSTER_ARGS)
 
 .PHONY: e2e-down
 e2e-down: $(STAMP) ## Stop the e2e cluster and restore the host (fails, listing them, if differences remain)
-	$(TESTBED) down $(CLUSTER_ARGS)
+	$(PY) -m lws_testbed.e2e down $(CLUSTER_ARGS)
 
 .PHONY: test-e2e
-test-e2e: e2e-images ## e2e on a real node: make e2e-up, the cluster suite against the deployed operator, tests/e2e, make e2e-down
-	@$(MAKE) --no-print-directory e2e-up || { $(MAKE) --no-print-directory e2e-down; exit 1; }
-	@rc=0; $(E2E_ENV) $(PY) -m pytest tests/cluster tests/e2e --ignore=tests/e2e/after_teardown \
-		-m "not reliability_full" $(PYTEST_ARGS) || rc=$$?; \
-	$(MAKE) --no-print-directory e2e-down || rc=1; \
-	$(E2E_ENV) $(PY) -m pytest tests/e2e/after_teardown $(PYTEST_ARGS) || rc=1; \
-	exit $$rc
+test-e2e: e2e-images ## e2e on a real node: e2e-up, the cluster suite against the deployed operator, tests/e2e, e2e-down, host check
+	$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 ##@ Benchmarks
 

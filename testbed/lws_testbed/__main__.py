@@ -4,7 +4,7 @@ from a shell.
 ``up`` starts a detached cluster and returns; ``down`` stops it; ``run`` keeps one in the
 foreground until Ctrl-C. The admin kubeconfig is written to ``--kubeconfig`` (the Makefile
 passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout). ``--real-nodes 1``
-adds a real node (``--operator-image`` also imports the operator's image there); ``preflight``
+adds a real node (``make e2e-up`` is ``lws_testbed.e2e``); ``preflight``
 says in one line why this machine cannot run one (exit 1), ``image pause|workload|operator``
 builds (or finds) an image and prints its reference.
 """
@@ -33,7 +33,6 @@ DEFAULT_KUBECONFIG = Path(".local/kubeconfig")
 
 
 def _config(args: argparse.Namespace, *, detached: bool) -> ClusterConfig:
-    extra = (images.operator_image(),) if args.operator_image else ()
     return ClusterConfig(
         state_dir=args.state_dir,
         nodes=NodeShape(count=args.nodes, gpus=args.gpus),
@@ -42,7 +41,6 @@ def _config(args: argparse.Namespace, *, detached: bool) -> ClusterConfig:
         audit_log=args.audit_log,
         die_with_parent=not detached,
         real_nodes=args.real_nodes,
-        images=extra,
     )
 
 
@@ -158,11 +156,6 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--audit-log", action="store_true", help="write the apiserver audit log")
         p.add_argument(
             "--real-nodes", type=int, default=0, choices=(0, 1), help="real kubelet nodes (0 or 1)"
-        )
-        p.add_argument(
-            "--operator-image",
-            action="store_true",
-            help="build the operator's image and import it on the real node",
         )
     image = sub.add_parser("image", help="build (or find) an image; print its reference")
     image.set_defaults(fn=cmd_image)

@@ -99,12 +99,14 @@ build_tool() {
   local name=$1 module=$2 version=$3 pkg=$4 ldflags=${5:-}
   [ -x "$bins/$name" ] && return 0
   echo "building $name $version ..." >&2
+  local t=$SECONDS
   mkdir -p "$work/$name" && cd "$work/$name"
   run_go "go mod init ($name)" go mod init "local/${name}build"
   run_go "downloading $module@$version" go get "$module@$version"
   go mod edit -tool="$pkg"
   run_go "building $name" go build -trimpath -ldflags "-s -w $ldflags" -o "$work/out/$name" "$pkg"
   mv "$work/out/$name" "$bins/$name"
+  echo "built $name in $(( SECONDS - t ))s" >&2
 }
 
 if [ "$target" = upstream-lws ]; then
@@ -125,12 +127,14 @@ build_main() {
   local name=$1 src=$2 out=$3; shift 3
   [ -x "$out/$name" ] && return 0
   echo "building $name ..." >&2
+  local t=$SECONDS
   mkdir -p "$work/$name" "$out" && cd "$work/$name"
   cp "$src/main.go" .
   run_go "go mod init ($name)" go mod init "local/$name"
   for dep in "$@"; do run_go "downloading $dep" go get "$dep"; done
   run_go "building $name" go build -trimpath -ldflags "-s -w" -o "$work/out/$name" .
   mv "$work/out/$name" "$out/$name"
+  echo "built $name in $(( SECONDS - t ))s" >&2
 }
 
 case "$target" in control-plane|all)
@@ -146,6 +150,7 @@ missing_kube=""
 for b in $KUBE_BINS; do [ -x "$bins/$b" ] || missing_kube="$missing_kube $b"; done
 if [ -n "$missing_kube" ]; then
   echo "building$missing_kube v$KUBE_VERSION (cold: about 10 min on 2 cores) ..." >&2
+  t=$SECONDS
   staging_v="0.${KUBE_VERSION#1.}"
   minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
   mkdir -p "$work/kube" && cd "$work/kube"
@@ -166,6 +171,7 @@ if [ -n "$missing_kube" ]; then
   # shellcheck disable=SC2086
   run_go "building the Kubernetes binaries" go build -trimpath -ldflags "$ldf" -o "$work/out/" $pkgs
   for b in $missing_kube; do mv "$work/out/$b" "$bins/"; done
+  echo "built$missing_kube in $(( SECONDS - t ))s" >&2
 fi
 
 echo "built in $(( $(date +%s) - started ))s" >&2

@@ -9,16 +9,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from lws_testbed.realnode import guard, host
 from lws_testbed.realnode.node import HOST_BEFORE
 
 
 def test_the_host_is_as_before_the_real_node() -> None:
-    state_dir = os.environ.get("LWS_E2E_STATE")
-    if not state_dir:
-        pytest.fail("LWS_E2E_STATE is not set: make test-e2e runs this after make e2e-down")
+    state_dir = os.environ["LWS_E2E_STATE"]  # else skipped (tests/e2e/conftest.py)
     saved = Path(state_dir) / HOST_BEFORE
     assert saved.is_file(), f"{saved} is missing: did make e2e-up run?"
     assert guard.read_owner() is None, "the real node still holds the host"
