@@ -12,6 +12,7 @@
 //	POST /exit      exit with ?code= (a process that fails by itself)
 //
 // On SIGTERM it waits --term-delay before exiting 0 (a container that takes time to stop).
+// With --no-rendezvous every pod is ready at once (for timing what the controller does).
 package main
 
 import (
@@ -131,6 +132,7 @@ func main() {
 	httpPort := flag.Int("http", 8080, "HTTP port (health, readiness, reports, exit)")
 	holdReady := flag.Bool("hold-ready", false, "the leader is not ready until POST /ready")
 	termDelay := flag.Duration("term-delay", 0, "how long to take to stop on SIGTERM")
+	alone := flag.Bool("no-rendezvous", false, "ready at once, no leader/worker exchange (timings)")
 	flag.Parse()
 
 	leader := os.Getenv("LWS_WORKER_INDEX") == "0"
@@ -169,10 +171,13 @@ func main() {
 		}
 	}()
 
-	if leader {
+	switch {
+	case *alone:
+		ready.Store(true)
+	case leader:
 		ready.Store(!*holdReady)
 		go serveLeader(*port)
-	} else {
+	default:
 		go reportToLeader(*port)
 	}
 
