@@ -26,6 +26,7 @@ from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
     LocalCluster,
+    read_state,
     running_components,
     stop_detached,
 )
@@ -96,6 +97,42 @@ def up(state_dir: Path, kubeconfig: Path) -> None:
         "  make e2e-down stops it all and restores the host",
         flush=True,
     )
+    memory = cluster_memory(state_dir)
+    print(f"  resident memory now: {sum(memory.values()):.0f} MiB", flush=True)
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def cluster_memory(state_dir: Path) -> dict[str, float]:
+    """Resident memory (MiB) of each component of the running cluster, of containerd's shims
+    together, and of the containers (the kubelet's cgroups: the operator's pods and the
+    tests'), from the host."""
+    state = read_state(state_dir) or {}
+    out = {p["name"]: _rss_mib(p["pid"]) for p in state.get("procs", [])}
+    socket = str((state.get("real_node") or {}).get("containerd_socket", "")).encode()
+    shims = 0.0
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if socket and b"containerd-shim" in cmdline and socket in cmdline:
+                shims += _rss_mib(int(proc.name))
+    out["containerd shims"] = shims
+    stat = Path("/sys/fs/cgroup/memory/kubepods/memory.stat")
+    if stat.is_file():
+        fields = dict(line.split() for line in stat.read_text().splitlines())
+        out["containers (kubepods rss)"] = int(fields.get("total_rss", 0)) / 2**20
+    return out
 
 
 def down(state_dir: Path) -> None:
@@ -135,6 +172,13 @@ def test(state_dir: Path, kubeconfig: Path, pytest_args: list[str]) -> int:
         *pytest_args,
     )
     times["tests"] = time.monotonic() - t
+    memory = cluster_memory(state_dir)
+    print(
+        f"memory of the real-node cluster: {sum(memory.values()):.0f} MiB ("
+        + ", ".join(f"{k} {v:.0f}" for k, v in memory.items())
+        + ")",
+        flush=True,
+    )
     t = time.monotonic()
     try:
         down(state_dir)

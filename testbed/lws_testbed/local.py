@@ -41,6 +41,7 @@ from lws_testbed import binaries, realnode
 from lws_testbed.nodes import NodeShape, fake_nodes
 from lws_testbed.pids import pid_runs
 from lws_testbed.realnode import host as realnode_host
+from lws_testbed.realnode import preflight
 from lws_testbed.realnode.images import Image, pause_image, workload_image
 from lws_testbed.realnode.node import NodeError, RealNode
 from lws_testbed.wait import Objects, WaitTimeout, wait_for_objects
@@ -231,6 +232,10 @@ class LocalCluster:
         what was started and raise ClusterError."""
         t0 = time.monotonic()
         real = self.config.real_nodes > 0
+        if real and (reason := preflight.cannot_run_real_node()):
+            raise ClusterError(f"this machine cannot run a real node: {reason}")
+        if real and (missing := preflight.missing_packages()):
+            raise ClusterError(f"{missing}: make node-packages installs them")
         bins = binaries.ensure_binaries(node=real)
         if real:
             self.node_images = [pause_image(), workload_image(), *self.config.images]

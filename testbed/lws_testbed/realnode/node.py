@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -344,7 +345,8 @@ disabled_plugins = [
     # ---- processes -----------------------------------------------------------------------
     def start_runtime(self, spawn: Spawn, images: list[Image]) -> None:
         """containerd, then the images imported (nothing can be pulled)."""
-        spawn("containerd", ["containerd", "--config", str(self._p("containerd", "config.toml"))])
+        containerd = shutil.which("containerd") or "/usr/bin/containerd"
+        spawn("containerd", [containerd, "--config", str(self._p("containerd", "config.toml"))])
         deadline = time.monotonic() + 30
         while not self.containerd_socket.exists():
             if time.monotonic() > deadline:

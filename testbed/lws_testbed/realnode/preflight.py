@@ -17,16 +17,23 @@ from lws_testbed.realnode import guard
 PACKAGES_SCRIPT = Path(__file__).resolve().parent / "node-packages.sh"
 
 
+def missing_packages() -> str | None:
+    """``missing Debian packages: ...`` when some are not installed (``make node-packages``)."""
+    proc = subprocess.run(
+        ["bash", str(PACKAGES_SCRIPT), "--check"], capture_output=True, text=True, check=False
+    )
+    if proc.returncode == 0:
+        return None
+    return proc.stdout.strip() or "missing Debian packages"
+
+
 def cannot_run_real_node() -> str | None:
     if platform.system() != "Linux":
         return f"a real node needs Linux (this machine runs {platform.system()})"
     if os.geteuid() != 0:
         return "a real node needs root (the kubelet, containerd and CNI change the host)"
-    packages = subprocess.run(
-        ["bash", str(PACKAGES_SCRIPT), "--check"], capture_output=True, text=True, check=False
-    )
-    if packages.returncode != 0 and shutil.which("apt-get") is None:
-        return f"{packages.stdout.strip()}, and there is no apt-get to install them"
+    if (missing := missing_packages()) and shutil.which("apt-get") is None:
+        return f"{missing}, and there is no apt-get to install them"
     filesystems = Path("/proc/filesystems").read_text()
     if "overlay" not in filesystems:
         return "a real node needs overlayfs (containerd's snapshotter); the kernel lacks it"

@@ -101,3 +101,17 @@ def test_pods_are_pinned_to_the_real_node_by_label_and_toleration() -> None:
     assert spec["nodeSelector"] == {"a": "b", realnode.NODE_LABEL: "true"}
     assert spec["tolerations"][-1] == {**realnode.NODE_TAINT, "operator": "Equal"}
     assert spec["tolerations"][0] == {"key": "x"}
+
+
+def test_a_machine_that_cannot_run_a_real_node_is_told_why_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lws_testbed.realnode import preflight
+
+    monkeypatch.setattr(preflight.platform, "system", lambda: "Darwin")
+    assert preflight.cannot_run_real_node() == "a real node needs Linux (this machine runs Darwin)"
+    monkeypatch.setattr(preflight.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(preflight.os, "geteuid", lambda: 1000)
+    reason = preflight.cannot_run_real_node()
+    assert reason is not None and reason.startswith("a real node needs root")
+    assert "\n" not in reason
