@@ -59,8 +59,6 @@ FIELD_MANAGER = "lws-testbed"
 # The host state saved at start, kept in the cluster's state directory after teardown (for the
 # check that the host is as it was).
 HOST_BEFORE = "host-before.json"
-START_TIMEOUT = 90.0
-
 Spawn = Callable[[str, list[str]], None]
 
 
@@ -91,7 +89,9 @@ class RealNode:
     def prepare_host(self) -> None:
         """Take the host (one real-node cluster per machine), save its state, and make the
         bridge with the host's address on it: the API server and the kubelet listen there."""
-        owner = guard.Owner(str(self.state_dir), str(guard.GUARD_DIR / "host-before.json"))
+        # This process holds the host until the node's own processes are recorded.
+        me = {"pid": os.getpid(), "argv0": _argv0(os.getpid())}
+        owner = guard.Owner(str(self.state_dir), str(guard.GUARD_DIR / "host-before.json"), [me])
         try:
             stale = guard.acquire(owner)
         except guard.GuardError as e:
@@ -543,6 +543,10 @@ def kill_leftovers(state_dir: Path) -> None:
         ):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(proc.name), signal.SIGKILL)
+
+
+def _argv0(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
 
 
 def _ready(node: dict[str, Any]) -> bool:
