@@ -22,6 +22,7 @@ from tests.cluster.controller.helpers import lws_body
 REPO = Path(__file__).resolve().parents[2]
 OPERATOR_NS = "lws-system"
 DEPLOYMENT = "lws-controller-manager"
+E2E_OVERLAY = "testbed/lws_testbed/deploy/e2e"
 HTTP_PORT = 8080
 RENDEZVOUS_PORT = 7000
 
@@ -142,15 +143,17 @@ async def wait_deployment(kube: Kube, want: int, *, timeout: float = 180) -> Obj
     )
 
 
-def make_deploy(kubeconfig: Path, image: str, timeout: float = 300) -> None:
-    """``make deploy`` of the e2e overlay with ``image``, as ``make e2e-up`` runs it."""
+def make_deploy(
+    kubeconfig: Path, image: str, *, overlay: str = E2E_OVERLAY, timeout: float = 300
+) -> None:
+    """``make deploy`` of ``overlay`` (the e2e one) with ``image``, as ``make e2e-up`` runs it."""
     kubectl = binaries.bin_dir() / "kubectl"
     proc = subprocess.run(
         [
             "make",
             "--no-print-directory",
             "deploy",
-            "OVERLAY=testbed/lws_testbed/deploy/e2e",
+            f"OVERLAY={overlay}",
             f"IMG={image}",
             f"KUBECTL={kubectl} --kubeconfig {kubeconfig}",
         ],

@@ -29,6 +29,7 @@ from tests.cluster.controller.helpers import create_available, is_available, lws
 from tests.e2e.conftest import E2E, image_archive
 from tests.e2e.helpers import (
     DEPLOYMENT,
+    E2E_OVERLAY,
     OPERATOR_NS,
     REPO,
     group_pods,
@@ -258,69 +259,70 @@ def _ready(pod: dict[str, Any] | None) -> bool:
 
 
 # ---- upgrade ---------------------------------------------------------------------------------
+PACKAGE = ("pyproject.toml", "README.md", "lws_operator")
+# What an earlier version is installed from: its own manifests, not this checkout's (an old
+# image with new flags would not start).
+MANIFESTS = ("crds", "deploy", E2E_OVERLAY)
 FIX_MARKER = "identity=cast(Any, identity)"  # kopf's identity, not from the passwd database
 
 
+def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, check=False)
+
+
 def previous_sources(out: Path) -> str | None:
-    """Extract into ``out`` the operator of the newest earlier commit whose package differs
-    from this checkout's and starts under an arbitrary UID (older ones crash in this image);
-    returns that commit, or None when there is none (no git history, or none such)."""
-    paths = ["pyproject.toml", "README.md", "lws_operator"]
-    git = shutil.which("git")
-    if git is None:
+    """Extract into ``out`` the package and manifests of the newest earlier commit whose
+    package differs from this checkout's and that this image and the e2e overlay can run
+    (older commits have no e2e overlay, or crash under an arbitrary UID); returns that commit,
+    or None when there is none (no git history, or none such)."""
+    if shutil.which("git") is None:
         return None
-    log = subprocess.run(
-        [git, "log", "--format=%H", "-n", "30", "--", *paths],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    for commit in log.stdout.split():
-        same = subprocess.run([git, "diff", "--quiet", commit, "--", *paths], cwd=REPO, check=False)
-        if same.returncode == 0:
-            continue
-        source = subprocess.run(
-            [git, "show", f"{commit}:lws_operator/controller/operator.py"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=False,
+    log = _git("log", "--format=%H", "-n", "30", "--", *PACKAGE)
+    for commit in log.stdout.decode().split():
+        if _git("diff", "--quiet", commit, "--", *PACKAGE).returncode == 0:
+            continue  # the same package as this checkout's
+        runs = (
+            FIX_MARKER
+            in _git("show", f"{commit}:lws_operator/controller/operator.py").stdout.decode()
         )
-        if FIX_MARKER not in source.stdout:
+        has_overlay = _git("cat-file", "-e", f"{commit}:{E2E_OVERLAY}/kustomization.yaml")
+        if not runs or has_overlay.returncode != 0:
             return None
-        archive = subprocess.run(
-            [git, "archive", commit, *paths], cwd=REPO, capture_output=True, check=True
-        )
+        archive = _git("archive", commit, *PACKAGE, *MANIFESTS)
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
         return commit
     return None
 
 
 @pytest.fixture
-def previous_image(e2e: E2E) -> Iterator[tuple[str, str]]:
-    """(reference, what it is) of an earlier operator image, imported on the real node."""
-    with tempfile.TemporaryDirectory() as tmp:
+def previous_install(e2e: E2E) -> Iterator[tuple[str, str, str]]:
+    """(image, overlay, what it is) of an earlier operator, its image imported on the real
+    node; the overlay is a path from the repository root, as ``make deploy`` takes it."""
+    local = REPO / ".local"
+    local.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=local, prefix="upgrade-from-") as tmp:
         commit = previous_sources(Path(tmp))
         if commit is not None:
             image = images.operator_image(Path(tmp), name="lws-operator-previous")
-            what = f"the operator of commit {commit[:12]}"
+            overlay = str((Path(tmp) / E2E_OVERLAY).relative_to(REPO))
+            what = f"the operator of commit {commit[:12]}, with its own manifests"
         else:  # the same content under a second tag: the Deployment still rolls
             current = image_archive(e2e, e2e.image("lws-operator"))
             ref = current.ref.replace("lws-operator:", "lws-operator-previous:", 1)
             image = images.retagged(current, ref)
+            overlay = E2E_OVERLAY
             what = "this operator under a second tag (no earlier commit runs in this image)"
         images.import_images(e2e.containerd_socket, [image])
-        yield image.ref, what
+        yield image.ref, overlay, what
 
 
 async def test_upgrade_restarts_no_pod(
-    kube: Kube, namespace: str, e2e: E2E, previous_image: tuple[str, str]
+    kube: Kube, namespace: str, e2e: E2E, previous_install: tuple[str, str, str]
 ) -> None:
-    old, what = previous_image
+    old, old_overlay, what = previous_install
     print(f"\nupgrading from {what}: {old}")
     current = e2e.image("lws-operator")
-    make_deploy(e2e.kubeconfig, old)
+    make_deploy(e2e.kubeconfig, old, overlay=old_overlay)
     try:
         ns, name = namespace, "upgrade"
         await create_available(kube, ns, lws_body(name, replicas=2, size=3))
