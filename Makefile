@@ -24,8 +24,17 @@ run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until
 	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS)
 
 .PHONY: test
-test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests
-	$(PY) -m pytest tests -m "not reliability_full" $(PYTEST_ARGS)
+test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit, cluster and e2e tests
+	$(PY) -m pytest tests -m "not reliability_full" --ignore=tests/e2e $(PYTEST_ARGS)
+	@if [ -n "$$LWS_TEST_KUBECONFIG" ]; then \
+		echo "test-e2e skipped: LWS_TEST_KUBECONFIG is set (the e2e suite makes its own real-node cluster)"; \
+	elif reason=$$($(TESTBED) preflight); then \
+		$(MAKE) --no-print-directory test-e2e; \
+	elif [ "$$CI" = true ]; then \
+		echo "test-e2e: this machine cannot run a real node: $$reason (CI=true: failing)"; exit 1; \
+	else \
+		echo "test-e2e skipped: this machine cannot run a real node: $$reason"; \
+	fi
 
 ##@ Development
 
@@ -78,18 +87,23 @@ OVERLAY ?= kind
 docker-build: ## Build the operator image $(IMG) (UBI 9 Python, non-root)
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
+.PHONY: dockerfile
+dockerfile: $(STAMP) ## Regenerate the Dockerfile from image.yaml (the one description of the image)
+	$(PY) -m lws_testbed.imagespec > Dockerfile
+
 .PHONY: docker-push
 docker-push: ## Push $(IMG)
 	$(CONTAINER_TOOL) push $(IMG)
 
-# An overlay of deploy/overlays/$(OVERLAY) that runs $(IMG), in .local (git-ignored).
+# An overlay of deploy/overlays/$(OVERLAY) (or of the directory $(OVERLAY) when it is a path
+# from the repository root, like the e2e tests' one) that runs $(IMG), in .local (git-ignored).
 .PHONY: deploy-overlay
 deploy-overlay:
 	@mkdir -p $(LOCAL)/deploy
 	@img='$(IMG)'; name="$${img%:*}"; tag="$${img##*:}"; \
 	case "$$img" in *:*) case "$$tag" in */*) name="$$img"; tag=latest;; esac;; *) name="$$img"; tag=latest;; esac; \
-	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../deploy/overlays/%s]\nimages:\n  - name: lws-operator\n    newName: %s\n    newTag: "%s"\n' \
-		'$(OVERLAY)' "$$name" "$$tag" > $(LOCAL)/deploy/kustomization.yaml
+	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../%s]\nimages:\n  - name: lws-operator\n    newName: %s\n    newTag: "%s"\n' \
+		'$(if $(findstring /,$(OVERLAY)),$(OVERLAY),deploy/overlays/$(OVERLAY))' "$$name" "$$tag" > $(LOCAL)/deploy/kustomization.yaml
 
 .PHONY: deploy
 deploy: deploy-overlay ## Install into the current kubectl context: OVERLAY=kind|openshift|cert-manager, IMG
@@ -111,6 +125,32 @@ test-kind: $(STAMP) ## kind cluster + image + kind overlay, then the cluster tes
 	$(MAKE) deploy OVERLAY=kind IMG=$(IMG) KUBECTL="$(KUBECTL) --kubeconfig $(LOCAL)/kind.kubeconfig"
 	LWS_TEST_KUBECONFIG=$(LOCAL)/kind.kubeconfig LWS_TEST_OPERATOR=external $(PY) -m pytest tests/cluster $(PYTEST_ARGS)
 
+##@ Real nodes and e2e (Linux, root, Debian's packages)
+
+.PHONY: node-packages
+node-packages: ## Install the Debian packages a real node needs, when missing (containerd, runc, CNI, nftables, ...)
+	@bash testbed/lws_testbed/realnode/node-packages.sh
+
+.PHONY: node-bins
+node-bins: $(STAMP) ## Build kubelet, kube-proxy (with the control plane, same pins), CoreDNS and lws-probe into the cache
+	$(TESTBED) build --real-nodes 1
+
+.PHONY: e2e-images
+e2e-images: node-packages node-bins ## Build the pause, workload and operator images (cached by their inputs)
+	@$(TESTBED) image pause && $(TESTBED) image workload && $(TESTBED) image operator
+
+.PHONY: e2e-up
+e2e-up: e2e-images ## Local cluster + a real node + the operator deployed as users do (make deploy); kubeconfig .local/kubeconfig
+	$(PY) -m lws_testbed.e2e up $(CLUSTER_ARGS)
+
+.PHONY: e2e-down
+e2e-down: $(STAMP) ## Stop the e2e cluster and restore the host (fails, listing them, if differences remain)
+	$(PY) -m lws_testbed.e2e down $(CLUSTER_ARGS)
+
+.PHONY: test-e2e
+test-e2e: e2e-images ## e2e on a real node: e2e-up, the cluster suite against the deployed operator, tests/e2e, e2e-down, host check
+	$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+
 ##@ Benchmarks
 
 .PHONY: bench-create
@@ -126,15 +166,23 @@ bench-recovery: $(STAMP) cluster-bins ## Group recovery after a worker restart /
 bench: $(STAMP) cluster-bins ## Ours vs upstream LWS v0.9.0, P1-P5, medians of 3 (bench/results/compare.md)
 	$(PY) -m bench.compare --runs 3
 
+.PHONY: bench-recovery-real
+bench-recovery-real: e2e-images ## Group recovery on real containers (group of 4; grace 0 s and 3 s), ours vs upstream, median of 5
+	$(PY) -m bench.recovery_real --runs 5
+
 ##@ Local cluster
 
 .PHONY: cluster-bins
 cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold)
 	$(TESTBED) build
 
+# When this machine can run a real node (make test then runs the e2e suite), its kubelet and
+# kube-proxy are built in the same go build as the control plane.
 .PHONY: cluster-bins-unless-external
 cluster-bins-unless-external: $(STAMP)
-	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then $(TESTBED) build; fi
+	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then \
+		if $(TESTBED) preflight >/dev/null; then $(TESTBED) build --real-nodes 1; else $(TESTBED) build; fi; \
+	fi
 
 .PHONY: cluster-up
 cluster-up: cluster-bins ## Start the local cluster in the background; kubeconfig: .local/kubeconfig

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -47,7 +47,7 @@ from lws_operator.controller.eviction import (
 )
 from lws_operator.controller.external_certs import ExternalCertKeeper
 from lws_operator.controller.informer import Informer, Key
-from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
+from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership, default_identity
 from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
@@ -314,10 +314,15 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     await keeper.start()
     log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)
     stop_flag = stop or asyncio.Event()
+    # One name for this process, from the pod (or host) name: the Lease holder, and kopf's
+    # peering identity, which kopf would otherwise build from getpass.getuser(), a passwd
+    # lookup that fails under an arbitrary UID (OpenShift's restricted-v2, any runAsUser).
+    identity = default_identity()
     leadership = Leadership(
         LeaderElector(
             kube,
             config.namespace,
+            identity=identity,
             lease_duration=config.lease_duration,
             renew_deadline=config.renew_deadline,
             retry_period=config.retry_period,
@@ -338,6 +343,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
             standalone=True,
+            identity=cast(Any, identity),  # kopf's Identity, a NewType of str it does not export
             stop_flag=stop_flag,
             ready_flag=kopf_ready,
         )

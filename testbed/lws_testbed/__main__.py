@@ -1,8 +1,12 @@
-"""``python -m lws_testbed up|down|status|run|build``: the local cluster from a shell.
+"""``python -m lws_testbed up|down|status|run|build|preflight|image``: the local cluster
+from a shell.
 
 ``up`` starts a detached cluster and returns; ``down`` stops it; ``run`` keeps one in the
 foreground until Ctrl-C. The admin kubeconfig is written to ``--kubeconfig`` (the Makefile
-passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout).
+passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout). ``--real-nodes 1``
+adds a real node (``make e2e-up`` is ``lws_testbed.e2e``); ``preflight``
+says in one line why this machine cannot run one (exit 1), ``image pause|workload|operator``
+builds (or finds) an image and prints its reference.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from lws_testbed import binaries
+from lws_testbed import binaries, realnode
 from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
@@ -22,6 +26,7 @@ from lws_testbed.local import (
     stop_detached,
 )
 from lws_testbed.nodes import NodeShape
+from lws_testbed.realnode import images, preflight
 
 DEFAULT_STATE = Path(".local/cluster")
 DEFAULT_KUBECONFIG = Path(".local/kubeconfig")
@@ -35,14 +40,22 @@ def _config(args: argparse.Namespace, *, detached: bool) -> ClusterConfig:
         kubeconfig_out=args.kubeconfig,
         audit_log=args.audit_log,
         die_with_parent=not detached,
+        real_nodes=args.real_nodes,
     )
 
 
 def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
     n = cluster.config.nodes
+    real = ""
+    if cluster.config.real_nodes:
+        refs = ", ".join(i.ref for i in cluster.node_images)
+        real = (
+            f" and the real node {realnode.NODE_NAME} (label {realnode.NODE_LABEL}=true, "
+            f"tainted; images: {refs})"
+        )
     return (
         f"local cluster up in {cluster.started_seconds:.1f}s: {cluster.server}, "
-        f"{n.count} kwok nodes with {n.gpus} nvidia.com/gpu each\n"
+        f"{n.count} kwok nodes with {n.gpus} nvidia.com/gpu each{real}\n"
         f"  export KUBECONFIG={kubeconfig.resolve()}\n"
         f"  kubectl get nodes        # kubectl v1.36 is at {binaries.bin_dir() / 'kubectl'}\n"
         f"  logs: {cluster.log_dir}"
@@ -50,7 +63,26 @@ def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    print(binaries.ensure_binaries())
+    print(binaries.ensure_binaries(node=args.real_nodes > 0))
+    return 0
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    if reason := preflight.cannot_run_real_node():
+        print(reason)
+        return 1
+    return 0
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    build = {
+        "pause": images.pause_image,
+        "workload": images.workload_image,
+        "operator": images.operator_image,
+    }[args.which]
+    if args.which == "workload":
+        binaries.ensure_binaries(node=True)
+    print(build().ref)
     return 0
 
 
@@ -72,7 +104,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stopped = stop_detached(args.state_dir)
+    stopped = stop_detached(args.state_dir)  # ClusterError when the host was not restored
     print(f"stopped: {', '.join(stopped)}" if stopped else "no local cluster was running")
     return 0
 
@@ -96,6 +128,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             if dead := cluster.dead_components():
                 print(f"component(s) exited: {', '.join(dead)}; stopping", file=sys.stderr)
                 return 1
+    if cluster.host_differences:
+        print("the host differs from before the real node started:", file=sys.stderr)
+        print("\n".join(f"  {d}" for d in cluster.host_differences), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -108,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         ("down", cmd_down),
         ("status", cmd_status),
         ("run", cmd_run),
+        ("preflight", cmd_preflight),
     ):
         p = sub.add_parser(name)
         p.set_defaults(fn=fn)
@@ -117,10 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--gpus", type=int, default=NodeShape.gpus, help="GPUs per node")
         p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: free)")
         p.add_argument("--audit-log", action="store_true", help="write the apiserver audit log")
+        p.add_argument(
+            "--real-nodes", type=int, default=0, choices=(0, 1), help="real kubelet nodes (0 or 1)"
+        )
+    image = sub.add_parser("image", help="build (or find) an image; print its reference")
+    image.set_defaults(fn=cmd_image)
+    image.add_argument("which", choices=("pause", "workload", "operator"))
     args = parser.parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ClusterError, binaries.BinariesError) as e:
+    except (ClusterError, binaries.BinariesError, images.ImageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
 

@@ -7,6 +7,7 @@ the binaries are cached outside the repository under ``$LWS_CACHE_DIR`` (default
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -15,6 +16,10 @@ HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build-bins.sh"
 KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ALL_BINARIES = (*KUBE_BINARIES, "etcd", "kwok")
+# What a real node runs (realnode/): kubelet and kube-proxy sit beside the control plane (same
+# pins); CoreDNS and the e2e workload program are built from our own main packages.
+NODE_KUBE_BINARIES = ("kubelet", "kube-proxy")
+REALNODE = HERE / "realnode"
 
 
 class BinariesError(RuntimeError):
@@ -44,19 +49,39 @@ def bin_dir() -> Path:
     return cache_root() / "bin" / key
 
 
-def missing() -> list[str]:
+def _source_key(main_go: Path) -> str:
+    return hashlib.sha256(main_go.read_bytes()).hexdigest()[:12]
+
+
+def node_binaries() -> dict[str, Path]:
+    """Where build-bins.sh puts each real-node binary (it computes the same keys)."""
+    coredns = REALNODE / "coredns" / "main.go"
+    probe = REALNODE / "probe" / "main.go"
+    out = {b: bin_dir() / b for b in NODE_KUBE_BINARIES}
+    v = pins()["COREDNS_VERSION"]
+    out["coredns"] = cache_root() / "bin" / f"coredns-v{v}-{_source_key(coredns)}" / "coredns"
+    out["lws-probe"] = cache_root() / "bin" / f"lws-probe-{_source_key(probe)}" / "lws-probe"
+    return out
+
+
+def missing(*, node: bool = False) -> list[str]:
     d = bin_dir()
-    return [b for b in ALL_BINARIES if not os.access(d / b, os.X_OK)]
+    out = [b for b in ALL_BINARIES if not os.access(d / b, os.X_OK)]
+    if node:
+        out += [n for n, p in node_binaries().items() if not os.access(p, os.X_OK)]
+    return out
 
 
-def ensure_binaries() -> Path:
-    """Return the binary directory, building what is missing (slow when cold)."""
-    if not missing():
+def ensure_binaries(*, node: bool = False) -> Path:
+    """Return the binary directory, building what is missing (slow when cold); with ``node``
+    also the real node's binaries, the missing Kubernetes ones in the same go build."""
+    if not missing(node=node):
         return bin_dir()
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True)
+    target = "all" if node else "control-plane"
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT), target], stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         # build-bins.sh already printed a one-line cause on stderr.
-        raise BinariesError("building the control-plane binaries failed (see the message above)")
-    if still := missing():
+        raise BinariesError(f"building the {target} binaries failed (see the message above)")
+    if still := missing(node=node):
         raise BinariesError(f"build finished but binaries are missing: {', '.join(still)}")
     return bin_dir()

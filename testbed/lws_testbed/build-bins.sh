@@ -5,6 +5,12 @@
 #   build-bins.sh [control-plane]  kube-apiserver, kube-controller-manager, kube-scheduler and
 #                                  kubectl (k8s.io/kubernetes through a wrapper module with the
 #                                  staging replaces), etcd (wrapper module) and kwok
+#   build-bins.sh node             what a real node runs: kubelet and kube-proxy (same pins and
+#                                  directory as the control plane), CoreDNS with a trimmed plugin
+#                                  set (realnode/coredns/main.go) and lws-probe, the e2e tests'
+#                                  workload program (realnode/probe/main.go)
+#   build-bins.sh all              both, the missing Kubernetes binaries in one go build (shared
+#                                  packages are compiled once)
 #   build-bins.sh upstream-lws     the upstream LWS manager (sigs.k8s.io/lws/cmd) and its CRDs,
 #                                  for side-by-side comparisons
 set -euo pipefail
@@ -14,24 +20,42 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 
 cache=${LWS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lws-operator}
-KUBE_BINS="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+CONTROL_PLANE_BINS="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+NODE_BINS="kubelet kube-proxy"
+# Keyed by the source of our own main packages: a change rebuilds them (binaries.py agrees).
+key() { sha256sum "$1" | cut -c1-12; }
+node_dirs() {
+  coredns_bins="$cache/bin/coredns-v$COREDNS_VERSION-$(key "$here/realnode/coredns/main.go")"
+  probe_bins="$cache/bin/lws-probe-$(key "$here/realnode/probe/main.go")"
+}
 
 die() { echo "build-cluster-bins: $*" >&2; exit 1; }
 
 target=${1:-control-plane}
+bins="$cache/bin/kube-v$KUBE_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION"
 case "$target" in
   control-plane)
-    bins="$cache/bin/kube-v$KUBE_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION"
-    need="$KUBE_BINS etcd kwok" ;;
+    KUBE_BINS="$CONTROL_PLANE_BINS"
+    need="$bins/etcd $bins/kwok" ;;
+  node)
+    node_dirs
+    KUBE_BINS="$NODE_BINS"
+    need="$coredns_bins/coredns $probe_bins/lws-probe" ;;
+  all)
+    node_dirs
+    KUBE_BINS="$CONTROL_PLANE_BINS $NODE_BINS"
+    need="$bins/etcd $bins/kwok $coredns_bins/coredns $probe_bins/lws-probe" ;;
   upstream-lws)
     bins="$cache/bin/lws-v$LWS_VERSION"
-    need="lws-manager" ;;
-  *) die "unknown target '$target' (control-plane or upstream-lws)" ;;
+    KUBE_BINS=""
+    need="$bins/lws-manager" ;;
+  *) die "unknown target '$target' (control-plane, node, all or upstream-lws)" ;;
 esac
+for b in $KUBE_BINS; do need="$need $bins/$b"; done
 
 have_all() {
   for b in $need; do
-    [ -x "$bins/$b" ] || return 1
+    [ -x "$b" ] || return 1
   done
 }
 
@@ -48,7 +72,7 @@ case "$gover" in
 esac
 
 export GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
-mkdir -p "$bins"
+mkdir -p "$bins" "$cache"
 work=$(mktemp -d "$cache/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 log="$work/go.log"
@@ -75,12 +99,14 @@ build_tool() {
   local name=$1 module=$2 version=$3 pkg=$4 ldflags=${5:-}
   [ -x "$bins/$name" ] && return 0
   echo "building $name $version ..." >&2
+  local t=$SECONDS
   mkdir -p "$work/$name" && cd "$work/$name"
   run_go "go mod init ($name)" go mod init "local/${name}build"
   run_go "downloading $module@$version" go get "$module@$version"
   go mod edit -tool="$pkg"
   run_go "building $name" go build -trimpath -ldflags "-s -w $ldflags" -o "$work/out/$name" "$pkg"
   mv "$work/out/$name" "$bins/$name"
+  echo "built $name in $(( SECONDS - t ))s" >&2
 }
 
 if [ "$target" = upstream-lws ]; then
@@ -95,13 +121,36 @@ if [ "$target" = upstream-lws ]; then
   exit 0
 fi
 
-build_tool etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION" go.etcd.io/etcd/server/v3
-build_tool kwok sigs.k8s.io/kwok "v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+# Builds our own main package $src (a directory with main.go) as $out/$name: a module of its
+# own that requires $deps (module@version, may be empty: the standard library only).
+build_main() {
+  local name=$1 src=$2 out=$3; shift 3
+  [ -x "$out/$name" ] && return 0
+  echo "building $name ..." >&2
+  local t=$SECONDS
+  mkdir -p "$work/$name" "$out" && cd "$work/$name"
+  cp "$src/main.go" .
+  run_go "go mod init ($name)" go mod init "local/$name"
+  for dep in "$@"; do run_go "downloading $dep" go get "$dep"; done
+  run_go "building $name" go build -trimpath -ldflags "-s -w" -o "$work/out/$name" .
+  mv "$work/out/$name" "$out/$name"
+  echo "built $name in $(( SECONDS - t ))s" >&2
+}
+
+case "$target" in control-plane|all)
+  build_tool etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION" go.etcd.io/etcd/server/v3
+  build_tool kwok sigs.k8s.io/kwok "v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
+esac
+case "$target" in node|all)
+  build_main coredns "$here/realnode/coredns" "$coredns_bins" "github.com/coredns/coredns@v$COREDNS_VERSION"
+  build_main lws-probe "$here/realnode/probe" "$probe_bins" ;;
+esac
 
 missing_kube=""
 for b in $KUBE_BINS; do [ -x "$bins/$b" ] || missing_kube="$missing_kube $b"; done
 if [ -n "$missing_kube" ]; then
-  echo "building$missing_kube v$KUBE_VERSION (cold: 20-40 min on 2 cores) ..." >&2
+  echo "building$missing_kube v$KUBE_VERSION (cold: about 10 min on 2 cores) ..." >&2
+  t=$SECONDS
   staging_v="0.${KUBE_VERSION#1.}"
   minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
   mkdir -p "$work/kube" && cd "$work/kube"
@@ -120,8 +169,9 @@ if [ -n "$missing_kube" ]; then
   ldf="-s -w -X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   ldf="$ldf -X k8s.io/client-go/pkg/version.gitVersion=v$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
   # shellcheck disable=SC2086
-  run_go "building the Kubernetes control plane" go build -trimpath -ldflags "$ldf" -o "$work/out/" $pkgs
+  run_go "building the Kubernetes binaries" go build -trimpath -ldflags "$ldf" -o "$work/out/" $pkgs
   for b in $missing_kube; do mv "$work/out/$b" "$bins/"; done
+  echo "built$missing_kube in $(( SECONDS - t ))s" >&2
 fi
 
 echo "built in $(( $(date +%s) - started ))s" >&2

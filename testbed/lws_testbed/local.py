@@ -1,5 +1,6 @@
 """The local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler and kwok as processes on 127.0.0.1, with simulated GPU nodes.
+kube-scheduler and kwok as processes on 127.0.0.1, with simulated GPU nodes, and optionally a
+real node (``real_nodes=1``: kubelet, containerd, kube-proxy and CoreDNS, see ``realnode``).
 
 One class owns it: :class:`LocalCluster`. It is used by the tests (a session fixture), by
 ``make run`` and by ``make cluster-up``/``cluster-down`` (through ``python -m
@@ -36,8 +37,13 @@ import yaml
 from lws_operator import pki
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_testbed import binaries
+from lws_testbed import binaries, realnode
 from lws_testbed.nodes import NodeShape, fake_nodes
+from lws_testbed.pids import pid_runs
+from lws_testbed.realnode import host as realnode_host
+from lws_testbed.realnode import preflight
+from lws_testbed.realnode.images import Image, pause_image, workload_image
+from lws_testbed.realnode.node import NodeError, RealNode
 from lws_testbed.wait import Objects, WaitTimeout, wait_for_objects
 
 HERE = Path(__file__).resolve().parent
@@ -121,6 +127,18 @@ class ClusterConfig:
     die_with_parent: bool = True
     # Extra command-line flags per component name (e.g. "kube-apiserver"), appended last.
     extra_args: dict[str, list[str]] = field(default_factory=dict)
+    # Real nodes (0 or 1: the kubelet's ports are fixed) beside the kwok nodes, labelled and
+    # tainted lws-testbed/real-node (realnode.pin_to_real_node puts a pod there). The pause and
+    # workload images are always imported; ``images`` are imported too (e.g. the operator's).
+    real_nodes: int = 0
+    images: tuple[Image, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.real_nodes not in (0, 1):
+            raise ValueError(
+                f"real_nodes must be 0 or 1 (got {self.real_nodes}): one real node per machine, "
+                "its kubelet and kube-proxy ports are fixed"
+            )
 
 
 @dataclass
@@ -186,11 +204,20 @@ class LocalCluster:
         self.ports: dict[str, int] = {}
         self.tokens: dict[str, str] = {}
         self.started_seconds = 0.0
+        self.ca: pki.KeyPair | None = None
+        self.node: RealNode | None = None
+        # With a real node the API server listens on the host's bridge address, which pods
+        # reach (through the `kubernetes` Service) and 127.0.0.1 does not serve.
+        self.host_ip = realnode.HOST_IP if config.real_nodes else "127.0.0.1"
+        self.node_images: list[Image] = []
+        # What differed from the saved host state after the real node stopped (empty: as it
+        # was); set by stop().
+        self.host_differences: list[str] = []
 
     # ---- paths ------------------------------------------------------------------------------
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.ports['apiserver']}"
+        return f"https://{self.host_ip}:{self.ports['apiserver']}"
 
     def kubeconfig(self, user: str = "admin") -> Path:
         return self.state_dir / next(u.kubeconfig for u in USERS if u.name == user)
@@ -204,12 +231,30 @@ class LocalCluster:
         """Start every component and wait until the cluster can run pods. On any failure, stop
         what was started and raise ClusterError."""
         t0 = time.monotonic()
-        bins = binaries.ensure_binaries()
-        if self.state_dir.exists():
-            shutil.rmtree(self.state_dir)
-        for d in (self.pki_dir, self.log_dir):
-            d.mkdir(parents=True, exist_ok=True)
+        real = self.config.real_nodes > 0
+        if real and (reason := preflight.cannot_run_real_node()):
+            raise ClusterError(f"this machine cannot run a real node: {reason}")
+        if real and (missing := preflight.missing_packages()):
+            raise ClusterError(f"{missing}: make node-packages installs them")
+        bins = binaries.ensure_binaries(node=real)
+        if real:
+            self.node_images = [pause_image(), workload_image(), *self.config.images]
+            node = RealNode(self.state_dir / "node", self.state_dir)
+            try:
+                node.prepare_host()  # takes the host; also restores one a killed cluster left
+            except NodeError as e:
+                raise ClusterError(str(e)) from None
+            self.node = node
         try:
+            if mounts := realnode_host.mounts_under(self.state_dir):
+                raise ClusterError(
+                    f"{len(mounts)} mount(s) under {self.state_dir} (e.g. {mounts[0]}): a real "
+                    "node of an earlier run is still there; stop it first"
+                )
+            if self.state_dir.exists():
+                shutil.rmtree(self.state_dir)
+            for d in (self.pki_dir, self.log_dir):
+                d.mkdir(parents=True, exist_ok=True)
             self._pick_ports()
             self._write_pki_and_kubeconfigs()
             deadline = time.monotonic() + START_TIMEOUT
@@ -225,14 +270,45 @@ class LocalCluster:
             self._wait_http(
                 "kube-scheduler", f"https://127.0.0.1:{self.ports['scheduler']}/healthz", deadline
             )
+            if self.node is not None:
+                self._start_node(self.node, deadline)
         except BaseException:
             self.stop()
             raise
         self.started_seconds = time.monotonic() - t0
 
+    def _start_node(self, node: RealNode, deadline: float) -> None:
+        assert self.ca is not None
+        node.write_config(self.ca, self.server, self.node_images[0].ref)
+        try:
+            node.start_runtime(self._spawn, self.node_images)
+        except Exception as e:  # a failed import names the image and ctr's message
+            raise ClusterError(f"the real node's container runtime: {e}") from None
+        node.start_agents(self._spawn)
+        self._write_state()
+
+        async def bootstrap() -> None:
+            async with await Kube.connect(self.kubeconfig("admin")) as kube:
+
+                async def watch(
+                    k: Kube, path: str, done: Callable[[Objects], bool], what: str
+                ) -> None:
+                    await self._await_watch(k, path, done, what, deadline)
+
+                await node.bootstrap(kube, watch)
+
+        asyncio.run(bootstrap())
+        self._wait_http(
+            "coredns", f"http://127.0.0.1:{node.ports['coredns-ready']}/ready", deadline
+        )
+
     def stop(self) -> None:
         """Stop every component (SIGTERM, then SIGKILL), clients before the servers they use,
-        so that kube-apiserver does not wait on a stopped etcd; then remove etcd's data."""
+        so that kube-apiserver does not wait on a stopped etcd; then remove etcd's data. A
+        real node is drained first (its pods deleted through the API) and the host restored
+        after (``host_differences`` says what still differs)."""
+        if self.node is not None and "kube-apiserver" not in self.dead_components() and self.procs:
+            _run_async(self._drain(self.node))
         for p in reversed(self.procs):
             if p.popen.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -244,9 +320,17 @@ class LocalCluster:
                     os.killpg(p.popen.pid, signal.SIGKILL)
                 p.popen.wait(timeout=10)
         self.procs.clear()
+        if self.node is not None:
+            self.host_differences = self.node.cleanup()
+            self.node = None
         shutil.rmtree(self.etcd_dir, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             (self.state_dir / "state.json").unlink()
+
+    async def _drain(self, node: RealNode) -> None:
+        with contextlib.suppress(Exception):
+            async with await Kube.connect(self.kubeconfig("admin")) as kube:
+                await node.drain(kube)
 
     def __enter__(self) -> LocalCluster:
         self.start()
@@ -302,15 +386,30 @@ class LocalCluster:
         self.ports["apiserver"] = want or free_port()
 
     def _write_pki_and_kubeconfigs(self) -> None:
-        ca = pki.make_ca("lws-local-ca")
+        ca = self.ca = pki.make_ca("lws-local-ca")
         ca.write(self.pki_dir / "ca.crt", self.pki_dir / "ca.key")
         serving = pki.issue_cert(
             ca,
             "kube-apiserver",
-            dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
-            ip_addresses=("127.0.0.1", "10.96.0.1"),
+            dns_names=(
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                f"kubernetes.default.svc.{realnode.CLUSTER_DOMAIN}",
+            ),
+            ip_addresses=("127.0.0.1", realnode.KUBERNETES_SERVICE_IP, self.host_ip),
         )
         serving.write(self.pki_dir / "apiserver.crt", self.pki_dir / "apiserver.key")
+        if self.config.real_nodes:
+            # The API server's identity towards kubelets (logs, exec, port-forward).
+            client = pki.issue_cert(
+                ca,
+                "kube-apiserver-kubelet-client",
+                organizations=("system:masters",),
+                client=True,
+            )
+            client.write(self.pki_dir / "kubelet-client.crt", self.pki_dir / "kubelet-client.key")
         sa_key, sa_pub = pki.make_signing_key()
         (self.pki_dir / "sa.key").write_bytes(sa_key)
         (self.pki_dir / "sa.pub").write_bytes(sa_pub)
@@ -388,21 +487,38 @@ class LocalCluster:
         argv = [
             str(bins / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.host_ip}",
+            f"--advertise-address={self.host_ip}",
             f"--secure-port={self.ports['apiserver']}",
             f"--tls-cert-file={p / 'apiserver.crt'}",
             f"--tls-private-key-file={p / 'apiserver.key'}",
             f"--client-ca-file={p / 'ca.crt'}",
             f"--token-auth-file={p / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
             f"--service-account-issuer={self.server}",
             f"--service-account-key-file={p / 'sa.pub'}",
             f"--service-account-signing-key-file={p / 'sa.key'}",
-            "--service-cluster-ip-range=10.96.0.0/16",
+            f"--service-cluster-ip-range={realnode.SERVICE_CIDR}",
             "--allow-privileged=true",
-            # The `kubernetes` Service cannot point at 127.0.0.1; nothing in-cluster needs it.
-            "--endpoint-reconciler-type=none",
+        ]
+        if self.config.real_nodes:
+            argv += [
+                # Kubelets are authorized as nodes (one list: RBAC must not appear twice).
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--kubelet-client-certificate={p / 'kubelet-client.crt'}",
+                f"--kubelet-client-key={p / 'kubelet-client.key'}",
+                f"--kubelet-certificate-authority={p / 'ca.crt'}",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
+                # The `kubernetes` Service points at the bridge address, for pods.
+                "--endpoint-reconciler-type=lease",
+            ]
+        else:
+            argv += [
+                "--authorization-mode=RBAC",
+                # The `kubernetes` Service cannot point at 127.0.0.1; nothing in-cluster needs it.
+                "--endpoint-reconciler-type=none",
+            ]
+        argv += [
             f"--feature-gates={FEATURE_GATES}",
             f"--runtime-config={RUNTIME_CONFIG}",
             f"--cert-dir={self.state_dir / 'apiserver-certs'}",
@@ -496,7 +612,7 @@ class LocalCluster:
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 "--manage-nodes-with-label-selector=",
                 "--manage-single-node=",
-                "--cidr=10.0.0.0/16",
+                f"--cidr={realnode.KWOK_CIDR}",
                 "--node-ip=10.0.0.1",
                 "--node-lease-duration-seconds=40",
                 f"--server-address=127.0.0.1:{self.ports['kwok']}",
@@ -504,15 +620,24 @@ class LocalCluster:
         )
 
     def _write_state(self) -> None:
-        state = {
+        procs = [
+            {"name": p.name, "pid": p.popen.pid, "argv0": str(p.popen.args[0])}  # type: ignore[index]
+            for p in self.procs
+        ]
+        state: dict[str, Any] = {
             "server": self.server,
             "ports": self.ports,
             "etcd_dir": str(self.etcd_dir),
-            "procs": [
-                {"name": p.name, "pid": p.popen.pid, "argv0": str(p.popen.args[0])}  # type: ignore[index]
-                for p in self.procs
-            ],
+            "procs": procs,
         }
+        if self.node is not None:
+            state["real_node"] = {
+                "root": str(self.node.root),
+                "containerd_socket": str(self.node.containerd_socket),
+                "name": realnode.NODE_NAME,
+                "images": {i.ref: str(i.archive) for i in self.node_images},
+            }
+            self.node.record_pids(procs)
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=2))
 
     # ---- waiting ----------------------------------------------------------------------------
@@ -669,25 +794,24 @@ def read_state(state_dir: Path) -> dict[str, Any] | None:
     return data
 
 
-def _pid_runs(pid: int, argv0: str) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-    except OSError:
-        return False
-    return cmdline == argv0
-
-
 def running_components(state_dir: Path) -> list[str]:
     state = read_state(state_dir) or {}
-    return [p["name"] for p in state.get("procs", []) if _pid_runs(p["pid"], p["argv0"])]
+    return [p["name"] for p in state.get("procs", []) if pid_runs(p["pid"], p["argv0"])]
 
 
 def stop_detached(state_dir: Path, timeout: float = 15.0) -> list[str]:
-    """Stop a cluster started by another process; returns the components that were stopped."""
+    """Stop a cluster started by another process; returns the components that were stopped.
+    A real node is drained first and the host restored after; ClusterError when the host still
+    differs from the state saved at start (the message lists what)."""
     state = read_state(state_dir)
     if state is None:
         return []
-    procs = [p for p in state.get("procs", []) if _pid_runs(p["pid"], p["argv0"])]
+    procs = [p for p in state.get("procs", []) if pid_runs(p["pid"], p["argv0"])]
+    node = None
+    if "real_node" in state:
+        node = RealNode(Path(state["real_node"]["root"]), state_dir.resolve())
+        if any(p["name"] == "kube-apiserver" for p in procs):
+            _run_async(_drain_detached(node, state_dir / "admin.kubeconfig"))
     for p in reversed(procs):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(p["pid"], signal.SIGTERM)
@@ -708,7 +832,32 @@ def stop_detached(state_dir: Path, timeout: float = 15.0) -> list[str]:
     shutil.rmtree(state.get("etcd_dir", "/nonexistent"), ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         (state_dir / "state.json").unlink()
+    if node is not None and (diffs := node.cleanup()):
+        raise ClusterError(
+            "the host differs from before the real node started:\n  " + "\n  ".join(diffs)
+        )
     return [p["name"] for p in procs]
+
+
+async def _drain_detached(node: RealNode, kubeconfig: Path) -> None:
+    with contextlib.suppress(Exception):
+        async with await Kube.connect(kubeconfig) as kube:
+            await node.drain(kube)
+
+
+def _run_async(coro: Any) -> None:
+    """Run ``coro`` to completion from synchronous code, also when an event loop already runs
+    in this thread (then in a thread of its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    import threading
+
+    t = threading.Thread(target=asyncio.run, args=(coro,))
+    t.start()
+    t.join()
 
 
 @contextlib.contextmanager

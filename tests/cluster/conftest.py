@@ -28,7 +28,7 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.manifests import create_namespace, wait_established
-from lws_testbed.operator_process import OperatorProcess, start_operator
+from lws_testbed.operator_process import OperatorProcess, RunAs, start_operator
 from tests.unit.api.lws_testdata import base_object
 
 FIELD_MANAGER = "lws-api-tests"
@@ -206,16 +206,17 @@ def replace_session_operator(
 ) -> Callable[..., contextlib.AbstractAsyncContextManager[OperatorProcess]]:
     """``async with replace_session_operator(*args, kubeconfig=FILE) as op:`` runs another
     operator process (``lws-operator run *args``, with ``FILE``'s credentials; by default the
-    session operator's) in place of the session's for the block."""
+    session operator's; under ``run_as``'s UID when given) in place of the session's for the
+    block."""
 
     @contextlib.asynccontextmanager
     async def replaced(
-        *args: str, kubeconfig: Path | None = None
+        *args: str, kubeconfig: Path | None = None, run_as: RunAs | None = None
     ) -> AsyncIterator[OperatorProcess]:
         own = local_cluster.kubeconfig("lws-operator") if local_cluster else kubeconfig_
         log = tmp_path_factory.mktemp("operator") / "operator.log"
         async with pause_session_operator():
-            op = await start_operator(kube, kubeconfig or own, log, *args)
+            op = await start_operator(kube, kubeconfig or own, log, *args, run_as=run_as)
             try:
                 yield op
                 op.check_alive()

@@ -34,6 +34,10 @@ NOT_HERE = {
     "deploy": "needs an operator image in a cluster's runtime",
     "docker-build": "needs a Docker engine (none on the project's machines)",
     "docker-push": "needs a Docker engine and a registry",
+    "e2e-up": "make test-e2e runs it (one real-node cluster per machine, after this suite)",
+    "e2e-down": "make test-e2e runs it, then checks the host",
+    "test-e2e": "make test runs it after this suite",
+    "bench-recovery-real": "a benchmark of minutes on a real node, not a check",
 }
 
 
