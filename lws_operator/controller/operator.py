@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from lws_operator.controller.cache import (
     project_node,
     project_pod,
     project_revision,
+    project_service,
     project_statefulset,
 )
 from lws_operator.controller.external_certs import ExternalCertKeeper
@@ -50,6 +51,8 @@ from lws_operator.kube.client import Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import gang
+from lws_operator.plan.backoff import Backoff
+from lws_operator.plan.history import Limits, project_history
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,9 @@ class OperatorConfig:
     webhook_service: str | None = None
     namespace: str = "lws-system"
     gang_provider: str | None = None
+    # Group recreation: backoff and history bounds (configuration file, groupRecreation).
+    backoff: Backoff = field(default_factory=Backoff)
+    history_limits: Limits = field(default_factory=Limits)
     # Serve tls.crt/tls.key from this directory (certificate and caBundle made by someone
     # else: OpenShift's service CA, cert-manager); then no Secret or webhook configuration
     # is written.
@@ -97,8 +103,10 @@ class OperatorConfig:
 _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None]], ...] = (
     ("lws_statefulsets", "apps", "v1", "statefulsets", project_statefulset),
     ("lws_pods", "", "v1", "pods", project_pod),
-    ("lws_services", "", "v1", "services", project_meta),
+    ("lws_services", "", "v1", "services", project_service),
     ("lws_revisions", "apps", "v1", "controllerrevisions", project_revision),
+    # Each LWS's failure history (plan/history.py); other labelled ConfigMaps are skipped.
+    ("lws_history", "", "v1", "configmaps", project_history),
 )
 
 
@@ -256,7 +264,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     metrics = Metrics()
     recorder = EventRecorder(kube)
     reconciler = Reconciler(
-        kube, cache, recorder, metrics=metrics, gang_provider=config.gang_provider
+        kube,
+        cache,
+        recorder,
+        metrics=metrics,
+        gang_provider=config.gang_provider,
+        backoff=config.backoff,
+        history_limits=config.history_limits,
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
     metrics.watch_queue(queue)

@@ -159,6 +159,28 @@ class Kube:
     async def get(self, path: str) -> JsonObj:
         return await self.request("GET", path)
 
+    async def read_bytes(
+        self,
+        path: str,
+        *,
+        query: Mapping[str, str | int | bool] | None = None,
+        timeout: float = 10,
+        max_bytes: int = 1 << 20,
+    ) -> bytes:
+        """GET a plain-text resource (``pods/<name>/log``): at most ``max_bytes`` of it, within
+        ``timeout`` seconds in all."""
+        resp = await self._send(
+            "GET",
+            path,
+            query=query,
+            accept="*/*",
+            request_timeout=aiohttp.ClientTimeout(total=timeout),
+        )
+        try:
+            return await resp.content.read(max_bytes)
+        finally:
+            resp.release()
+
     async def get_or_none(self, path: str) -> JsonObj | None:
         try:
             return await self.get(path)
