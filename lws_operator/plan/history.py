@@ -375,7 +375,8 @@ def tail(text: str, *, lines: int, max_bytes: int) -> str:
     return data[-max_bytes:].decode(errors="ignore")
 
 
-def _size(groups: Mapping[int, GroupHistory], log_sizes: Mapping[str, int]) -> int:
+def size_of(groups: Mapping[int, GroupHistory], log_sizes: Mapping[str, int]) -> int:
+    """The bytes these would take in the ConfigMap (keys, values, the counts annotation)."""
     counts = json.dumps({str(i): g.restarts for i, g in groups.items()})
     return (
         len(counts)
@@ -411,7 +412,7 @@ def bound(
         ((r.at, i, pos) for i, g in out.items() for pos, r in enumerate(g.recreations)),
     )
     for _at, i, pos in order:
-        if _size(out, sizes) <= limits.max_bytes:
+        if size_of(out, sizes) <= limits.max_bytes:
             break
         g = out[i]
         record = g.recreations[pos]
@@ -422,7 +423,7 @@ def bound(
                 sizes.pop(f.log, None)
         record = replace(record, failures=tuple(_drop_log(f, dropped) for f in record.failures))
         out[i] = replace(g, recreations=(*g.recreations[:pos], record, *g.recreations[pos + 1 :]))
-    while _size(out, sizes) > limits.max_bytes:
+    while size_of(out, sizes) > limits.max_bytes:
         candidates = sorted(
             (g.recreations[0].at, i) for i, g in out.items() if len(g.recreations) > 1
         )

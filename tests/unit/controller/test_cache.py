@@ -86,3 +86,30 @@ def test_statefulset_revisions_are_not_ours() -> None:
     assert project_revision(sts_owned) is None
     lws_owned = {"metadata": {"ownerReferences": [{"controller": True, "kind": "LeaderWorkerSet"}]}}
     assert project_revision(lws_owned) == lws_owned
+
+
+def test_pod_projection_keeps_the_terminated_states_as_evidence() -> None:
+    from lws_operator.plan.history import MESSAGE_MAX
+
+    status = {
+        "name": "c",
+        "restartCount": 2,
+        "image": "dropped",
+        "state": {"running": {"startedAt": "t"}},
+        "lastState": {
+            "terminated": {
+                "exitCode": 137,
+                "reason": "OOMKilled",
+                "signal": 9,
+                "message": "x" * 5000,
+                "finishedAt": "t",
+                "containerID": "dropped",
+            }
+        },
+    }
+    projected = project_pod({"metadata": {"name": "p"}, "status": {"containerStatuses": [status]}})
+    (kept,) = projected["status"]["containerStatuses"]
+    assert set(kept) == {"name", "restartCount", "lastState"}
+    term = kept["lastState"]["terminated"]
+    assert term["exitCode"] == 137 and term["signal"] == 9 and "containerID" not in term
+    assert len(term["message"]) == MESSAGE_MAX
