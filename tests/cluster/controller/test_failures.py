@@ -13,8 +13,10 @@ from __future__ import annotations
 import datetime
 import itertools
 import json
+import os
 import re
 import secrets
+import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -591,3 +593,134 @@ async def test_publish_not_ready_addresses_gives_an_unready_leader_a_dns_record(
         what=f"Service {service} publishNotReadyAddresses={flipped}",
         field_selector=f"metadata.name={service}",
     )
+
+
+# ---- takeover between two replicas, with the deployed RBAC ----------------------------------
+
+RBAC = Path(__file__).resolve().parents[3] / "deploy" / "base" / "rbac.yaml"
+
+
+async def least_privilege_kubeconfig(
+    kube: Kube, admin: Path, out: Path, ns: str, suffix: str
+) -> Path:
+    """A ServiceAccount of ``ns`` bound to deploy/base/rbac.yaml's manager and webhook
+    configuration ClusterRoles (copies named ``…-<suffix>``) and the leader-election Role in
+    ``ns``: the operator's own privileges, nothing more."""
+    from tests.cluster.deploy.helpers import service_account_token, write_token_kubeconfig
+
+    docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(RBAC.read_text()) if d}
+    rbac = "rbac.authorization.k8s.io/v1"
+    await kube.create(
+        resource_path("v1", "serviceaccounts", namespace=ns), {"metadata": {"name": "op"}}
+    )
+    subject = [{"kind": "ServiceAccount", "name": "op", "namespace": ns}]
+    for role in ("lws-manager-role", "lws-webhook-configuration-role"):
+        name = f"{role}-{suffix}"
+        await kube.create(
+            resource_path(rbac, "clusterroles"),
+            {"metadata": {"name": name}, "rules": docs[role]["rules"]},
+        )
+        await kube.create(
+            resource_path(rbac, "clusterrolebindings"),
+            {
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": name,
+                },
+                "subjects": subject,
+            },
+        )
+    lease = docs["lws-leader-election-role"]
+    await kube.create(
+        resource_path(rbac, "roles", namespace=ns),
+        {"metadata": {"name": "lease"}, "rules": lease["rules"]},
+    )
+    await kube.create(
+        resource_path(rbac, "rolebindings", namespace=ns),
+        {
+            "metadata": {"name": "lease"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease"},
+            "subjects": subject,
+        },
+    )
+    token = await service_account_token(kube, ns, "op")
+    return write_token_kubeconfig(admin, out, token)
+
+
+async def test_the_history_survives_a_takeover_with_least_privilege(
+    kube: Kube,
+    ns: str,
+    kubeconfig: Path,
+    failures_operator: OperatorProcess,
+    config_file: Path,
+    tmp_path: Path,
+) -> None:
+    """Two replicas with leader election and the deployed RBAC: the leader records a
+    recreation and is SIGKILLed; the standby takes over and continues the same budget."""
+    from tests.cluster.deploy.helpers import wait_holder
+
+    suffix = secrets.token_hex(3)
+    own = await least_privilege_kubeconfig(kube, kubeconfig, tmp_path / "op.kubeconfig", ns, suffix)
+    await failures_operator.stop()
+    replicas: dict[str, OperatorProcess] = {}
+    try:
+        for name in ("op-a", "op-b"):
+            os.environ["POD_NAME"] = name
+            try:
+                replicas[name] = await start_operator(
+                    kube,
+                    own,
+                    tmp_path / f"{name}.log",
+                    "--leader-elect",
+                    "--operator-namespace",
+                    ns,
+                    "--config",
+                    str(config_file),
+                    "--metrics-bind-address",
+                    "0",
+                    "--health-probe-bind-address",
+                    "0",
+                )
+            finally:
+                del os.environ["POD_NAME"]
+            if name == "op-a":
+                await wait_holder(kube, ns, lambda h: h.startswith("op-a_"), timeout=30)
+        lws_name = "takeover"
+        await create_available(kube, ns, budget_body(lws_name, 2, replicas=1))
+        pods = await pods_now(kube, ns, lws_name)
+        old = group_uids(pods, 0)
+        await crash(kube, ns, f"{lws_name}-0-1", 1)
+        await wait_history(kube, ns, lws_name, has_total(0, 1), "recreation 1 by op-a")
+        pods = await wait_group_running(kube, ns, lws_name, 0, 2, old)
+
+        replicas["op-a"].proc.send_signal(signal.SIGKILL)
+        await replicas["op-a"].proc.wait()
+        await wait_holder(kube, ns, lambda h: h.startswith("op-b_"), timeout=60)
+        old = group_uids(pods, 0)
+        await crash(kube, ns, f"{lws_name}-0-1", 2)
+        cm = await wait_history(kube, ns, lws_name, has_total(0, 2), "recreation 2 by op-b")
+        g = groups_of(cm)[0]
+        assert (g["restarts"], g["streak"]) == (2, 2), g
+        pods = await wait_group_running(kube, ns, lws_name, 0, 2, old)
+        kept = group_uids(pods, 0)
+        await crash(kube, ns, f"{lws_name}-0-1", 3)
+        await wait_failed(kube, ns, lws_name, "Failed after 2 recreations over two replicas")
+        assert group_uids(await pods_now(kube, ns, lws_name), 0) == kept
+        replicas["op-b"].check_alive()
+        forbidden = [
+            line
+            for line in replicas["op-b"].log.read_text(errors="replace").splitlines()
+            if "403" in line or "Forbidden" in line
+        ]
+        assert not forbidden, forbidden[:5]
+    finally:
+        for op in replicas.values():
+            if op.proc.returncode is None:
+                await op.stop()
+        rbac = "rbac.authorization.k8s.io/v1"
+        for role in ("lws-manager-role", "lws-webhook-configuration-role"):
+            for plural in ("clusterrolebindings", "clusterroles"):
+                await kube.delete(resource_path(rbac, plural, name=f"{role}-{suffix}"))
+        await failures_operator.restart(kube)
