@@ -427,7 +427,12 @@ class _Pass:
     # ---- failure handling (issue 16): node health, budget, backoff, evidence, history --------
     def _history(self) -> History:
         """The history ConfigMap: the cache's, unless it still shows what we overwrote."""
-        current = parse_history(self.obs.history, lws_name=self.name, lws_uid=self.uid)
+        projected = self.obs.history
+        rv = str(((projected or {}).get("metadata") or {}).get("resourceVersion"))
+        current = self.r._memo.get(
+            ("history", self.uid, rv),
+            lambda: parse_history(projected, lws_name=self.name, lws_uid=self.uid),
+        )
         if self.memory.history is not None:
             stale, written = self.memory.history
             if (current.resource_version or "") in stale:
@@ -436,6 +441,8 @@ class _Pass:
         return current
 
     async def _report_once(self, key: tuple[str, ...], event: Event) -> None:
+        if len(self.memory.reported) >= MEMO_MAX:
+            self.memory.reported.clear()  # a plain bound: at worst one report again
         if key not in self.memory.reported:
             self.memory.reported.add(key)
             await self._post(event)
