@@ -38,19 +38,31 @@ def owned_fields(obj: Mapping[str, Any], manager: str) -> dict[str, Any] | None:
 
 
 def apply_changes_nothing(
-    observed: Mapping[str, Any], body: Mapping[str, Any], manager: str
+    observed: Mapping[str, Any],
+    body: Mapping[str, Any],
+    manager: str,
+    *,
+    stored: Mapping[str, Any] | None = None,
 ) -> bool:
-    """True when applying ``body`` as ``manager`` would leave ``observed`` as it is: the object
-    holds the body's values, and every field ``manager`` owns is still in the body (an owned
-    field left out of an apply is removed). A field of the body that ``manager`` does not own
-    yet but whose value is already there would change only its ownership."""
+    """True when applying ``body`` as ``manager`` would leave ``observed`` as it is: every field
+    ``manager`` owns is still in the body (an owned field left out of an apply is removed),
+    and the object holds the values the server would store of it (``stored``: the body less
+    what the server drops, such as a field of a feature gate that is off, which the manager
+    still owns). A field of the body that ``manager`` does not own yet but whose value is
+    already there would change only its ownership."""
     fields = owned_fields(observed, manager)
     if fields is None:
         return False
-    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _IDENTITY}
-    tracked = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
-    tracked["metadata"] = meta
-    return still_applied(tracked, fields) and contains(observed, body)
+    values = _tracked(body if stored is None else stored)
+    return still_applied(_tracked(body), fields) and contains(observed, values)
+
+
+def _tracked(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` without what managedFields do not track and a listed object may lack: its
+    apiVersion and kind (list items carry none) and its name and namespace (the path's)."""
+    out = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
+    out["metadata"] = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _IDENTITY}
+    return out
 
 
 def still_applied(value: Any, fields: Mapping[str, Any]) -> bool:

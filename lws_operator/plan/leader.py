@@ -86,7 +86,8 @@ def plan_leader(
     if conflict == claims.KEEP:
         claims.keep_claims(desired, dict(current))
         claims_warning = _claims_kept(name)
-    if apply_changes_nothing(current, sts_plan.as_served(desired, dict(current)), FIELD_MANAGER):
+    served = sts_plan.as_served(desired, dict(current))
+    if apply_changes_nothing(current, desired, FIELD_MANAGER, stored=served):
         return LeaderStep(None, failed, claims_warning=claims_warning)
     events = []
     if rollout.released_surge is not None:

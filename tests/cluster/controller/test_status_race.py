@@ -8,37 +8,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
-from lws_operator.controller.cache import Cache
-from lws_operator.controller.informer import Informer
-from lws_operator.controller.operator import OperatorConfig, _children, node_informer
 from lws_operator.controller.reconcile import Reconciler
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
+from lws_testbed.snapshot import cache_of
 from tests.cluster.controller.helpers import lws_body, lws_path, wait_lws
-
-
-async def cache_with(kube: Kube, ns: str, lws: dict[str, Any]) -> Cache:
-    """A cache holding ``lws`` as given and every other object as it is now."""
-    cache = Cache()
-    cache.bind({"lws_objects": {(ns, lws["metadata"]["name"]): [lws]}})
-
-    async def listed(store: str, informer: Informer) -> None:
-        listing = await kube.list(informer.path, label_selector=informer.label_selector)
-        informer.replace(listing["items"])
-        informer.synced.set()
-        cache.add_informer(store, informer)
-
-    for store, group, version, plural, projection in _children(OperatorConfig()):
-        api = f"{group}/{version}" if group else version
-        path = resource_path(api, plural, namespace=ns)
-        await listed(store, Informer(kube, path, projection, lambda *_: None))
-    await listed("nodes", node_informer(kube))
-    return cache
 
 
 async def event_count(kube: Kube, ns: str, uid: str, reason: str) -> int:
@@ -72,7 +50,9 @@ async def test_a_status_computed_from_a_stale_lws_is_not_written(
     announced = await event_count(kube, ns, uid, "AllGroupsReady")
     assert announced == 1
     async with pause_session_operator():
-        reconciler = Reconciler(kube, await cache_with(kube, ns, stale), EventRecorder(kube))
+        fresh = await kube.get(lws_path(ns, name))  # as the operator left it
+        cache = await cache_of(kube, ns, {(ns, name): stale})
+        reconciler = Reconciler(kube, cache, EventRecorder(kube))
         with pytest.raises(ApiError) as lost:  # the work queue retries it on fresh state
             await reconciler((ns, name))
         now = await kube.get(lws_path(ns, name))

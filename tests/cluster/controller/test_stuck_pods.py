@@ -74,7 +74,9 @@ async def test_only_our_groups_pods_stuck_on_a_lost_node_are_force_deleted(
     foreign = await kube.patch(
         pods_path(ns, f"{name}-lookalike"), {"metadata": {"labels": {c.SET_NAME_LABEL: name}}}
     )
-    for pod in (worker, foreign):
+    # The look-alike first: it is overdue no later than the worker, so by the pass that
+    # force-deletes the worker, it would be force-deleted too were it taken for ours.
+    for pod in (foreign, worker):
         await kube.request(
             "DELETE",
             pods_path(ns, pod["metadata"]["name"]),

@@ -123,3 +123,10 @@ def test_keyed_list_items_match_with_defaulted_key_fields() -> None:
 def test_set_items() -> None:
     assert still_applied(["a", "b"], {'v:"a"': {}})
     assert not still_applied(["b"], {'v:"a"': {}})
+
+
+def test_a_listed_object_without_api_version_and_kind_changes_nothing() -> None:
+    """List responses carry no apiVersion or kind per item (an informer's first listing)."""
+    listed = observed(BODY, FIELDS)
+    del listed["apiVersion"], listed["kind"]
+    assert apply_changes_nothing(listed, BODY, "lws")

@@ -99,3 +99,16 @@ def test_a_statefulset_the_lws_does_not_control_blocks_everything() -> None:
     assert foreign_leader(lws(), ours) is None and foreign_leader(lws(), None) is None
     event = foreign_leader(lws(), {"metadata": {"name": "demo"}})
     assert event is not None and event.type == "Warning" and "not owned" in event.note
+
+
+def test_a_field_the_server_drops_is_still_owned_and_changes_nothing() -> None:
+    """MaxUnavailableStatefulSet is off in Kubernetes 1.36: the server drops the StatefulSet's
+    maxUnavailable, yet records the field as the applier's (seen on the local cluster)."""
+    first = plan_leader(lws(), current=None, key="k", rollout=AT_REST, revision_changed=False)
+    assert first.apply is not None
+    current = applied(first.apply)
+    del current["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"]
+    fields = current["metadata"]["managedFields"][0]["fieldsV1"]
+    assert "f:maxUnavailable" in fields["f:spec"]["f:updateStrategy"]["f:rollingUpdate"]
+    again = plan_leader(lws(), current=current, key="k", rollout=AT_REST, revision_changed=False)
+    assert again.apply is None
