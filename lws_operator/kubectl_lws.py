@@ -343,7 +343,8 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
     )
     readable = {k: v for k, v in nodes.items() if k not in unreadable}
     lines = failure_lines(lws, pods, history, readable, now)
-    return head + table + "".join(f"{line}\n" for line in lines)
+    # After a blank line, so the table stays one block for whatever parses it.
+    return head + table + ("\n" if lines else "") + "".join(f"{line}\n" for line in lines)
 
 
 def _load_new(path: str) -> dict[str, Any]:

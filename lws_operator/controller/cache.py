@@ -20,7 +20,7 @@ from lws_operator.controller.informer import DELETED, Informer, Key
 from lws_operator.plan.groups import Group, observe_group
 from lws_operator.plan.history import MESSAGE_MAX, history_name
 from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
-from lws_operator.plan.nodehealth import UNHEALTHY_TAINTS
+from lws_operator.plan.nodehealth import UNHEALTHY_TAINTS, node_state
 from lws_operator.plan.restart import Lost
 
 # All nodes are kept under this one key.
@@ -210,6 +210,7 @@ class Cache:
         self._lost: dict[Key, dict[str, Lost]] = {}
         self._groups: dict[Key, _Groups] = {}
         self._terminating: dict[Key, set[str]] = {}
+        self._node_states: dict[str, str | None] = {}
 
     def changed(self, store: str, kind: str, key: Key, body: Mapping[str, Any]) -> None:
         """An informer's event: remember a deleted worker pod, keep the terminating pods, and
@@ -233,6 +234,27 @@ class Cache:
             memo.groups.pop(int(index), None)
         else:
             memo.groups.clear()  # no group label (not through our webhook): observe all again
+
+    def node_changed(self, kind: str, node: Mapping[str, Any]) -> list[Key]:
+        """The LWSs with a pod on ``node``, when its health changed (plan/nodehealth.py): a
+        node going NotReady or unreachable wakes them, so their groups are reported before
+        anything happens to the pods. Other node events wake nothing."""
+        name = name_of(node)
+        known = name in self._node_states
+        before = self._node_states.get(name)
+        state = "gone" if kind == DELETED else node_state(node)
+        if kind == DELETED:
+            self._node_states.pop(name, None)
+        else:
+            self._node_states[name] = state
+        if (known and before == state) or (not known and state is None):
+            return []
+        return [
+            key
+            for informer in self.informers.get("lws_pods", [])
+            for key, pods in informer.stores()
+            if any((p.get("spec") or {}).get("nodeName") == name for p in pods.values())
+        ]
 
     def _observe_groups(
         self, key: Key, statefulsets: Mapping[str, dict[str, Any]], pods: Mapping[str, Any]

@@ -172,13 +172,13 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
     return reg
 
 
-def node_informer(kube: Kube) -> Informer:
-    """All nodes, as projections (``cache.project_node``); their events wake nothing."""
+def node_informer(kube: Kube, on_change: Callable[[str, Key, Any], None] | None = None) -> Informer:
+    """All nodes, as projections (``cache.project_node``); ``on_change`` hears of each."""
     return Informer(
         kube,
         resource_path("v1", "nodes"),
         project_node,
-        lambda *_: None,
+        on_change or (lambda *_: None),
         label_selector=None,
         key_of=node_key,
     )
@@ -187,9 +187,15 @@ def node_informer(kube: Kube) -> Informer:
 def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
     with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
-    exclusive placement and lost-node detection), whose events wake nothing: what needs a node
+    exclusive placement and lost-node detection): a node's event wakes only the LWSs with pods
+    on it, and only when its health changed (node-health reports); what else needs a node
     waits on its pod's events, or on a timer."""
-    nodes = node_informer(kube)
+
+    def on_node(kind: str, _key: Key, node: Any) -> None:
+        for key in cache.node_changed(kind, node):
+            queue.add(key)
+
+    nodes = node_informer(kube, on_node)
     cache.add_informer("nodes", nodes)
     out = [nodes]
     for name, group, version, plural, projection in _children(config):

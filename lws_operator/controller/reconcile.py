@@ -34,7 +34,13 @@ from lws_operator.plan import revision as rev
 from lws_operator.plan.backoff import Backoff
 from lws_operator.plan.events import Event
 from lws_operator.plan.events import warning as warning_event
-from lws_operator.plan.evidence import LogRequest, collect, log_tail, log_unavailable
+from lws_operator.plan.evidence import (
+    LogRequest,
+    collect,
+    log_tail,
+    log_unavailable,
+    transfer_limit,
+)
 from lws_operator.plan.failures import (
     REQUEST_INVALID,
     Evidence,
@@ -527,10 +533,20 @@ class _Pass:
             if trigger == "requested":
                 evidence[plan.index] = Evidence(nodes=nodes)
                 continue
-            failures, requests = collect(plan.members, plan.culprit, limits)
+            unreachable = {p.pod: f"node {p.node} is {p.state}" for p in problems}
+            failures, requests = collect(plan.members, plan.culprit, limits, unreachable)
             evidence[plan.index] = Evidence(failures, nodes)
             reads += [(plan.index, r) for r in requests]
+        started = time.monotonic()
         results = await asyncio.gather(*(self._log_tail(r, limits) for _, r in reads))
+        if (took := time.monotonic() - started) > 0.5:
+            log.info(
+                "%s/%s: reading %d log tail(s) before a recreation took %.1fs",
+                self.ns,
+                self.name,
+                len(reads),
+                took,
+            )
         logs: dict[tuple[int, int], str] = {}
         for (index, req), (text, error) in zip(reads, results, strict=True):
             if text:
@@ -549,7 +565,7 @@ class _Pass:
                 path,
                 query=req.query(limits),
                 timeout=limits.log_timeout,
-                max_bytes=2 * limits.log_tail_bytes,
+                max_bytes=transfer_limit(limits),
             )
         except ApiError as e:
             return None, log_unavailable(f"{e.status} {e.message}")

@@ -176,10 +176,14 @@ class Kube:
             accept="*/*",
             request_timeout=aiohttp.ClientTimeout(total=timeout),
         )
+        chunks, size = [], 0
         try:
-            return await resp.content.read(max_bytes)
+            while size < max_bytes and (chunk := await resp.content.read(max_bytes - size)):
+                chunks.append(chunk)
+                size += len(chunk)
         finally:
             resp.release()
+        return b"".join(chunks)
 
     async def get_or_none(self, path: str) -> JsonObj | None:
         try:

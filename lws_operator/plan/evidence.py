@@ -13,7 +13,7 @@ bounded in lines and bytes by the request itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lws_operator.plan.history import MESSAGE_MAX, ContainerFailure, Limits, tail
@@ -35,14 +35,20 @@ class LogRequest:
     """The terminated run is the previous one (the container was restarted since)."""
 
     def query(self, limits: Limits) -> dict[str, str | int | bool]:
-        # limitBytes bounds what the kubelet sends; tailLines what it reads. The bytes asked
-        # for leave room for the cut to whole lines (``tail``).
+        # tailLines picks the last lines; limitBytes bounds what the kubelet sends of them
+        # (counted from the first), so it is generous: the cut to ``log_tail_bytes`` from the
+        # end is made here (``log_tail``).
         return {
             "container": self.container,
             "previous": self.previous,
             "tailLines": max(1, limits.log_tail_lines),
-            "limitBytes": max(1, 2 * limits.log_tail_bytes),
+            "limitBytes": transfer_limit(limits),
         }
+
+
+def transfer_limit(limits: Limits) -> int:
+    """The most bytes one log read transfers (and holds in memory)."""
+    return max(65536, 16 * limits.log_tail_bytes)
 
 
 def _terminated(status: Obj) -> tuple[Obj, bool] | None:
@@ -110,9 +116,15 @@ def pod_failures(pod: Obj) -> list[tuple[ContainerFailure, bool]]:
 
 
 def collect(
-    members: Sequence[Obj], culprit: str, limits: Limits
+    members: Sequence[Obj],
+    culprit: str,
+    limits: Limits,
+    unreachable: Mapping[str, str] | None = None,
 ) -> tuple[tuple[ContainerFailure, ...], tuple[LogRequest, ...]]:
-    """The evidence of a group about to be recreated, and the log tails to read for it."""
+    """The evidence of a group about to be recreated, and the log tails to read for it.
+    ``unreachable``: pod name → why its node's kubelet cannot answer (plan/nodehealth.py):
+    no read is tried there (it would only wait for the timeout)."""
+    unreachable = unreachable or {}
     ordered = sorted(members, key=lambda p: name_of(p) != culprit)
     failures: list[ContainerFailure] = []
     logs: list[LogRequest] = []
@@ -121,7 +133,9 @@ def collect(
         for failure, previous in pod_failures(pod):
             if len(failures) == FAILURES_MAX:
                 break
-            if reading and failure.container and len(logs) < limits.log_tails_per_recreation:
+            if failure.container and failure.pod in unreachable:
+                failure = replace(failure, log_error=log_unavailable(unreachable[failure.pod]))
+            elif reading and failure.container and len(logs) < limits.log_tails_per_recreation:
                 logs.append(LogRequest(len(failures), failure.pod, failure.container, previous))
             failures.append(failure)
     if not failures:

@@ -257,13 +257,11 @@ async def restart_container(
 
 async def lose_node(kube: Kube, name: str) -> dict[str, Any]:
     """Report a kwok node as lost, as the node lifecycle controller does when its kubelet
-    stops posting: kwok stops managing it (its annotation goes), Ready becomes Unknown and
+    stops posting: kwok stops managing it (its annotation goes), Ready becomes Unknown, then
     the unreachable taint is added. Its pods are left as they are."""
     path = resource_path("v1", "nodes", name=name)
     await kube.patch(path, {"metadata": {"annotations": {"kwok.x-k8s.io/node": None}}})
     now = _now()
-    taint = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": now}
-    await kube.patch(path, {"spec": {"taints": [taint]}})
     ready = {
         "type": "Ready",
         "status": "Unknown",
@@ -273,7 +271,9 @@ async def lose_node(kube: Kube, name: str) -> dict[str, Any]:
         "lastTransitionTime": now,
     }
     status_path = resource_path("v1", "nodes", name=name, subresource="status")
-    return await kube.patch(status_path, {"status": {"conditions": [ready]}}, kind="strategic")
+    await kube.patch(status_path, {"status": {"conditions": [ready]}}, kind="strategic")
+    taint = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": now}
+    return await kube.patch(path, {"spec": {"taints": [taint]}})
 
 
 async def fail_pod(kube: Kube, namespace: str, name: str) -> dict[str, Any]:

@@ -306,8 +306,10 @@ def test_evidence_puts_the_culprit_first_and_bounds_logs_and_records() -> None:
         "container": "preflight",
         "previous": True,
         "tailLines": 20,
-        "limitBytes": 200,
+        "limitBytes": 65536,
     }
+    skipped, reads = collect(pods[:1], "big-0-1", Limits(), {"big-0-1": "node gpu-1 is NotReady"})
+    assert not reads and skipped[0].log_error == "log unavailable: node gpu-1 is NotReady"
     none, _ = collect([], "gone-pod", Limits())
     assert none == (ContainerFailure(pod="gone-pod", reason="deleted"),)
 
