@@ -113,3 +113,39 @@ def test_pod_projection_keeps_the_terminated_states_as_evidence() -> None:
     term = kept["lastState"]["terminated"]
     assert term["exitCode"] == 137 and term["signal"] == 9 and "containerID" not in term
     assert len(term["message"]) == MESSAGE_MAX
+
+
+def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
+    from typing import cast
+
+    from lws_operator.controller.informer import Informer
+    from lws_operator.kube.client import Kube
+
+    cache = Cache()
+    pods = Informer(cast(Kube, None), "/api/v1/pods", project_pod, lambda *_: None)
+    cache.add_informer("lws_pods", pods)
+    for ns, lws, node_name in (("a", "x", "n1"), ("b", "y", "n2")):
+        pods.apply(
+            "ADDED",
+            {
+                "metadata": {
+                    "name": f"{lws}-0",
+                    "namespace": ns,
+                    "labels": {c.SET_NAME_LABEL: lws},
+                },
+                "spec": {"nodeName": node_name},
+            },
+        )
+
+    def node(ready: str) -> dict[str, object]:
+        return {
+            "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        }
+
+    assert cache.node_changed("ADDED", node("True")) == [], "a healthy node seen first: nothing"
+    assert cache.node_changed("MODIFIED", node("True")) == [], "a heartbeat: nothing"
+    assert cache.node_changed("MODIFIED", node("Unknown")) == [("a", "x")]
+    assert cache.node_changed("MODIFIED", node("Unknown")) == [], "no change"
+    assert cache.node_changed("MODIFIED", node("True")) == [("a", "x")], "healthy again"
+    assert cache.node_changed("DELETED", node("True")) == [("a", "x")], "gone"
