@@ -53,7 +53,6 @@ def lws_manifest(name: str, groups: int, size: int) -> dict[str, Any]:
     }
 
 
-@asynccontextmanager
 def no_backoff(directory: Path) -> tuple[str, str]:
     """``--config FILE`` arguments turning the crash-loop backoff off (docs/configuration.md):
     a benchmark that breaks one group run after run measures recovery, not the backoff."""
@@ -66,6 +65,7 @@ def no_backoff(directory: Path) -> tuple[str, str]:
     return "--config", str(path)
 
 
+@asynccontextmanager
 async def operated(cluster: LocalCluster, log: Path) -> AsyncIterator[Kube]:
     """The CRD installed and the operator running (as its own process) on ``cluster``."""
     async with await Kube.connect(cluster.kubeconfig()) as kube:
