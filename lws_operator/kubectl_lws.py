@@ -2,7 +2,7 @@
 
 * ``kubectl lws status NAME [-n NS]``: one row per group: index, revision, leader and worker
   readiness, container restarts, age, node and topology domain, and the last recreation (from
-  the ``RecreateGroup`` events).
+  the ``RecreateGroup`` events); then the groups being moved off nodes by evictions, and why.
 * ``kubectl lws status`` then lists, per group, what failure handling knows: a crash loop's
   backoff ("group 3: crash loop, next recreation in 40 s"), a group Failed with its restart
   budget spent, pods on nodes that are NotReady or unreachable, and the last recreations with
@@ -38,6 +38,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan import disruption
 from lws_operator.plan import revision as rev
 from lws_operator.plan.groups import observe_groups
 from lws_operator.plan.history import History, parse_history, parse_time, project_history
@@ -335,6 +336,7 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
     )
     now = datetime.datetime.now(datetime.UTC)
     table = format_table(status_rows(lws, pods, events, nodes, now))
+    sts = await kube.get_or_none(resource_path("apps/v1", "statefulsets", namespace=ns, name=name))
     cm = await _history_cm(kube, ns, name)
     history = parse_history(
         None if cm is None else project_history(cm),
@@ -344,7 +346,22 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
     readable = {k: v for k, v in nodes.items() if k not in unreadable}
     lines = failure_lines(lws, pods, history, readable, now)
     # After a blank line, so the table stays one block for whatever parses it.
-    return head + table + ("\n" if lines else "") + "".join(f"{line}\n" for line in lines)
+    failures = ("\n" if lines else "") + "".join(f"{line}\n" for line in lines)
+    return head + table + moves_section(lws, sts, now) + failures
+
+
+def moves_section(lws: dict[str, Any], sts: dict[str, Any] | None, now: datetime.datetime) -> str:
+    """The groups being moved off nodes (evictions, plan/disruption.py), and why."""
+    moves = disruption.describe(disruption.read_state(sts), lws["metadata"]["name"], now)
+    if not moves:
+        return ""
+    model = LeaderWorkerSet.model_validate(lws)
+    cfg = model.spec.rollout_strategy.rolling_update_configuration
+    b = disruption.budget(
+        model.annotations, model.spec.replicas, cfg.max_unavailable, cfg.max_surge
+    )
+    head = f"groups being moved (disruption budget {b.groups} from {b.source}):\n"
+    return head + "".join(f"  {line}\n" for line in moves)
 
 
 def _load_new(path: str) -> dict[str, Any]:

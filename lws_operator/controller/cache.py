@@ -136,13 +136,14 @@ def project_service(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A node's name and labels (exclusive placement), and its health: the unreachable,
-    not-ready and out-of-service taints and the Ready condition (lost-node detection and
-    node-health reports)."""
+    """A node's name and labels (exclusive placement), its health: the unreachable, not-ready
+    and out-of-service taints and the Ready condition (lost-node detection and node-health
+    reports), and whether it is cordoned (evictions, plan/disruption.py)."""
     meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
     taints = [
         {"key": t.get("key"), "effect": t.get("effect")}
-        for t in (body.get("spec") or {}).get("taints") or []
+        for t in spec.get("taints") or []
         if isinstance(t, dict) and t.get("key") in UNHEALTHY_TAINTS
     ]
     ready = [
@@ -152,7 +153,7 @@ def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
     ]
     return {
         "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
-        "spec": {"taints": taints},
+        "spec": {"taints": taints, "unschedulable": bool(spec.get("unschedulable"))},
         "status": {"conditions": ready},
     }
 
