@@ -484,8 +484,8 @@ def plan_write(
             data[k] = None
     if handled_request != old.handled_request:
         data[REQUESTS_KEY] = handled_request
-    if not data and old.exists:
-        return None, old
+    if not data:
+        return None, old  # nothing to record (an LWS that never failed has no ConfigMap)
     counts = json.dumps(new.restart_counts(), separators=(",", ":"), sort_keys=True)
     if not old.exists:
         body = {

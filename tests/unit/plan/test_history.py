@@ -215,6 +215,20 @@ def test_the_first_write_creates_an_owned_configmap_then_patches_it() -> None:
     assert patch.patch["data"]["requests"] == "1@x"
 
 
+def test_nothing_to_record_creates_nothing() -> None:
+    write, _ = plan_write(
+        History(history_name(LWS)),
+        {},
+        logs={},
+        handled_request=None,
+        lws_name=LWS,
+        namespace="ns",
+        lws_uid=UID,
+        limits=Limits(),
+    )
+    assert write is None
+
+
 def test_a_configmap_of_someone_else_is_never_written() -> None:
     theirs = parse_history(project_history(cm({}, owner="someone")), lws_name=LWS, lws_uid=UID)
     write, _ = plan_write(
