@@ -570,6 +570,9 @@ async def test_publish_not_ready_addresses_gives_an_unready_leader_a_dns_record(
         body["spec"]["networkConfig"]["publishNotReadyAddresses"] = publish
     await create_available(kube, ns, body)
     service = f"{name}-0"
+    assert await kube.get_or_none(history_path(ns, history_name(name))) is None, (
+        "an LWS that never failed has no history ConfigMap"
+    )
     svc = await kube.get(resource_path("v1", "services", namespace=ns, name=service))
     # (false is omitted by the API server: a Go bool with omitempty)
     assert bool(svc["spec"].get("publishNotReadyAddresses")) is (publish is not False)
