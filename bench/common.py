@@ -53,12 +53,26 @@ def lws_manifest(name: str, groups: int, size: int) -> dict[str, Any]:
     }
 
 
+def no_backoff(directory: Path) -> tuple[str, str]:
+    """``--config FILE`` arguments turning the crash-loop backoff off (docs/configuration.md):
+    a benchmark that breaks one group run after run measures recovery, not the backoff."""
+    path = directory / "bench-config.yaml"
+    path.write_text(
+        "apiVersion: config.lws-operator.x-k8s.io/v1alpha1\n"
+        "kind: Configuration\n"
+        "groupRecreation: {backoff: {initialSeconds: 0}}\n"
+    )
+    return "--config", str(path)
+
+
 @asynccontextmanager
 async def operated(cluster: LocalCluster, log: Path) -> AsyncIterator[Kube]:
     """The CRD installed and the operator running (as its own process) on ``cluster``."""
     async with await Kube.connect(cluster.kubeconfig()) as kube:
         await Applier(kube).apply_all(load_documents(*sorted((REPO / "crds").glob("*.yaml"))))
-        op = await start_operator(kube, cluster.kubeconfig("lws-operator"), log)
+        op = await start_operator(
+            kube, cluster.kubeconfig("lws-operator"), log, *no_backoff(log.parent)
+        )
         try:
             yield kube
             op.check_alive()

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, RESULTS, lws_manifest, machine
+from bench.common import REPO, RESULTS, lws_manifest, machine, no_backoff
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
@@ -122,7 +122,9 @@ async def controller(
 ) -> AsyncIterator[Proc]:
     if which == "ours":
         await Applier(kube).apply_all(load_documents(*sorted((REPO / "crds").glob("*.yaml"))))
-        op = await start_operator(kube, cluster.kubeconfig("lws-operator"), work / "op.log")
+        op = await start_operator(
+            kube, cluster.kubeconfig("lws-operator"), work / "op.log", *no_backoff(work)
+        )
         try:
             yield Proc(op.pid)
             op.check_alive()

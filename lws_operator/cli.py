@@ -60,6 +60,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the operator until SIGINT/SIGTERM."""
     import asyncio
+    import dataclasses
     import signal
 
     from lws_operator.controller.leader import LeadershipLost
@@ -86,6 +87,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         # An explicit flag overrides the file.
         gang_provider=args.gang_provider or (file.gang_provider if file else None),
     )
+    if file is not None:
+        config = dataclasses.replace(
+            config, backoff=file.backoff, history_limits=file.history_limits
+        )
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -5,6 +5,10 @@ apiVersion: config.lws-operator.x-k8s.io/v1alpha1
 kind: Configuration
 gangScheduling:
   provider: kubernetes      # or volcano
+groupRecreation:            # every field optional; these are the defaults
+  backoff: {initialSeconds: 10, maxSeconds: 300, resetAfterReadySeconds: 600}
+  history: {recreationsPerGroup: 5, logTailLines: 50, logTailBytes: 4096,
+            logTailsPerRecreation: 3, maxBytes: 524288, logTimeoutSeconds: 2}
 ```
 
 Unknown fields are errors, as upstream decodes its own file strictly; every error names the
@@ -18,6 +22,9 @@ from typing import Any, Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lws_operator.plan.backoff import Backoff
+from lws_operator.plan.history import Limits
 
 API_VERSION: Final = "config.lws-operator.x-k8s.io/v1alpha1"
 KIND: Final = "Configuration"
@@ -43,10 +50,65 @@ class GangScheduling(_Strict):
     )
 
 
+class BackoffConfig(_Strict):
+    """The wait before recreating a group that failed again soon after its last recreation:
+    initialSeconds before the second, doubled for each further one up to maxSeconds; the
+    count starts again once the group has stayed Ready for resetAfterReadySeconds. The first
+    recreation is always immediate. initialSeconds 0 turns the backoff off."""
+
+    initial_seconds: float = Field(default=Backoff.initial, ge=0, alias="initialSeconds")
+    max_seconds: float = Field(default=Backoff.maximum, ge=0, alias="maxSeconds")
+    reset_after_ready_seconds: float = Field(
+        default=Backoff.reset_after, ge=0, alias="resetAfterReadySeconds"
+    )
+
+
+class HistoryConfig(_Strict):
+    """What each recreation keeps in the LWS's history ConfigMap, and its bounds."""
+
+    recreations_per_group: int = Field(
+        default=Limits.recreations_per_group, ge=1, le=100, alias="recreationsPerGroup"
+    )
+    log_tail_lines: int = Field(default=Limits.log_tail_lines, ge=0, le=10000, alias="logTailLines")
+    log_tail_bytes: int = Field(default=Limits.log_tail_bytes, ge=0, le=65536, alias="logTailBytes")
+    log_tails_per_recreation: int = Field(
+        default=Limits.log_tails_per_recreation, ge=0, le=16, alias="logTailsPerRecreation"
+    )
+    max_bytes: int = Field(default=Limits.max_bytes, ge=16384, le=900000, alias="maxBytes")
+    log_timeout_seconds: float = Field(
+        default=Limits.log_timeout, gt=0, le=30, alias="logTimeoutSeconds"
+    )
+
+
+class GroupRecreation(_Strict):
+    backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig())
+    history: HistoryConfig = Field(default_factory=lambda: HistoryConfig())
+
+
 class Configuration(_Strict):
     api_version: Literal["config.lws-operator.x-k8s.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["Configuration"]
     gang_scheduling: GangScheduling | None = Field(default=None, alias="gangScheduling")
+    group_recreation: GroupRecreation = Field(
+        default_factory=lambda: GroupRecreation(), alias="groupRecreation"
+    )
+
+    @property
+    def backoff(self) -> Backoff:
+        b = self.group_recreation.backoff
+        return Backoff(b.initial_seconds, b.max_seconds, b.reset_after_ready_seconds)
+
+    @property
+    def history_limits(self) -> Limits:
+        h = self.group_recreation.history
+        return Limits(
+            recreations_per_group=h.recreations_per_group,
+            log_tail_lines=h.log_tail_lines,
+            log_tail_bytes=h.log_tail_bytes,
+            log_tails_per_recreation=h.log_tails_per_recreation,
+            max_bytes=h.max_bytes,
+            log_timeout=h.log_timeout_seconds,
+        )
 
     @property
     def gang_provider(self) -> str | None:

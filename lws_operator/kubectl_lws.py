@@ -3,6 +3,14 @@
 * ``kubectl lws status NAME [-n NS]``: one row per group: index, revision, leader and worker
   readiness, container restarts, age, node and topology domain, and the last recreation (from
   the ``RecreateGroup`` events); then the groups being moved off nodes by evictions, and why.
+* ``kubectl lws status`` then lists, per group, what failure handling knows: a crash loop's
+  backoff ("group 3: crash loop, next recreation in 40 s"), a group Failed with its restart
+  budget spent, pods on nodes that are NotReady or unreachable, and the last recreations with
+  what failed (from the history ConfigMap ``<lws>-restart-history``, plan/history.py).
+* ``kubectl lws logs NAME GROUP [-n NS]``: the log tails kept of the group's failed
+  containers, recreation by recreation.
+* ``kubectl lws recreate NAME GROUP... [-n NS]``: ask the operator to recreate groups now
+  (annotation ``lws-operator.x-k8s.io/recreate-groups``), whatever their backoff or budget.
 * ``kubectl lws plan NAME -f new.yaml [-n NS]``: the rollout steps the operator would take
   to go from the LeaderWorkerSet in the cluster to ``new.yaml`` (validated and defaulted by a
   server-side dry run), from the operator's own planner
@@ -17,9 +25,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +41,10 @@ from lws_operator.kube.paths import resource_path
 from lws_operator.plan import disruption
 from lws_operator.plan import revision as rev
 from lws_operator.plan.groups import observe_groups
-from lws_operator.plan.meta import labels_of, pod_ready
+from lws_operator.plan.history import History, parse_history, parse_time, project_history
+from lws_operator.plan.history import history_name as _history_name
+from lws_operator.plan.meta import labels_of, pod_ready, uid_of
+from lws_operator.plan.nodehealth import node_state
 from lws_operator.plan.rollout_sim import format_steps, format_table, simulate_rollout
 
 RECREATE_REASON = "RecreateGroup"
@@ -172,6 +184,116 @@ def status_rows(
     return rows
 
 
+# ---- failure handling (issue 16) ----------------------------------------------------------
+
+RECREATIONS_SHOWN = 5
+
+
+def failure_lines(
+    lws: dict[str, Any],
+    pods: Sequence[dict[str, Any]],
+    history: History,
+    nodes: Mapping[str, dict[str, Any] | None],
+    now: datetime.datetime,
+    shown: int = RECREATIONS_SHOWN,
+) -> list[str]:
+    """Per group: backoff, Failed, node problems, then its last ``shown`` recreations (what
+    failed, when, after which backoff). Pure: everything is passed in."""
+    name = lws["metadata"]["name"]
+    limit = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("maxGroupRestarts")
+    leaders = {
+        p["metadata"]["name"]: p for p in pods if labels_of(p).get(c.WORKER_INDEX_LABEL) == "0"
+    }
+    lines = []
+    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name and node_name in nodes:
+            state = node_state(nodes[node_name])
+            if state is not None:
+                group = labels_of(pod).get(c.GROUP_INDEX_LABEL, "?")
+                lines.append(
+                    f"group {group}: pod {pod['metadata']['name']} on node {node_name}: {state}"
+                )
+    for index, g in sorted(history.groups.items()):
+        leader_uid = uid_of(leaders.get(f"{name}-{index}"))
+        budget = f"{g.restarts}" + (f" of maxGroupRestarts {limit}" if limit is not None else "")
+        if g.failed_leader:
+            lines.append(
+                f"group {index}: Failed: failed again with {budget} recreations spent; not "
+                "recreated, its pods are kept for inspection (kubectl lws recreate to retry)"
+            )
+        elif g.backoff_leader and g.backoff_leader == leader_uid:
+            until = parse_time(g.backoff_until)
+            left = 0 if until is None else max(0, math.ceil((until - now).total_seconds()))
+            lines.append(f"group {index}: crash loop, next recreation in {left} s")
+        recent = g.recreations[-shown:]
+        if not recent:
+            continue
+        lines.append(
+            f"group {index}: {g.total} recreations, {budget} counted by the budget; "
+            f"last {len(recent)}:"
+        )
+        for r in reversed(recent):
+            when = age(parse_time(r.at), now)
+            waited = f", after a {r.waited:g} s backoff" if r.waited else ""
+            what = "; ".join(f.summary() for f in r.failures[:2]) or f"pod {r.culprit}"
+            logs = " [log kept]" if any(f.log for f in r.failures) else ""
+            lines.append(f"  #{r.number} {when} ago ({r.trigger}{waited}): {what}{logs}")
+            lines.extend(f"    {n}" for n in r.nodes)
+    return lines
+
+
+def log_sections(history_cm: dict[str, Any], group: int, lws_name: str, lws_uid: str) -> str:
+    """The kept log tails of one group, oldest recreation first (``kubectl lws logs``)."""
+    data = history_cm.get("data") or {}
+    history = parse_history(project_history(history_cm), lws_name=lws_name, lws_uid=lws_uid)
+    g = history.groups.get(group)
+    if g is None or not g.recreations:
+        return f"group {group}: no recreation recorded\n"
+    out = []
+    for r in g.recreations:
+        out.append(f"=== group {group} recreation #{r.number} at {r.at} ({r.trigger})")
+        for f in r.failures:
+            out.append(f"--- {f.summary()}")
+            if f.log and f.log in data:
+                out.append(str(data[f.log]).rstrip("\n"))
+            else:
+                out.append(f"({f.log_error or 'no log tail kept'})")
+    return "\n".join(out) + "\n"
+
+
+async def _history_cm(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
+    try:
+        return await kube.get_or_none(
+            resource_path("v1", "configmaps", namespace=ns, name=_history_name(name))
+        )
+    except ApiError as e:
+        if e.status == 403:
+            return None  # not allowed to read ConfigMaps here: shown without history
+        raise
+
+
+async def cmd_logs(kube: Kube, ns: str, name: str, group: int) -> str:
+    lws = await kube.get(_lws_path(ns, name))
+    cm = await _history_cm(kube, ns, name)
+    if cm is None:
+        return f"{ns}/{name}: no restart history (ConfigMap {_history_name(name)})\n"
+    return log_sections(cm, group, name, str(lws["metadata"].get("uid") or ""))
+
+
+def request_value(groups: Sequence[int], token: str) -> str:
+    return ",".join(str(g) for g in sorted(set(groups))) + f"@{token}"
+
+
+async def cmd_recreate(kube: Kube, ns: str, name: str, groups: Sequence[int]) -> str:
+    token = str(int(datetime.datetime.now(datetime.UTC).timestamp() * 1000))
+    value = request_value(groups, token)
+    patch = {"metadata": {"annotations": {c.RECREATE_GROUPS_ANNOTATION: value}}}
+    await kube.patch(_lws_path(ns, name), patch)
+    which = ", ".join(str(g) for g in sorted(set(groups)))
+    return f"{ns}/{name}: asked the operator to recreate group(s) {which} now ({value})\n"
+
+
 def _lws_path(ns: str, name: str | None = None) -> str:
     return resource_path(c.API_VERSION, c.PLURAL, namespace=ns, name=name)
 
@@ -196,14 +318,16 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
     ).get("items", [])
     events = await _events(kube, ns, name)
     nodes: dict[str, dict[str, Any] | None] = {}
-    if (lws.get("metadata") or {}).get("annotations", {}).get(c.EXCLUSIVE_KEY_ANNOTATION):
-        for node_name in {(p.get("spec") or {}).get("nodeName") for p in pods} - {None}:
-            try:
-                nodes[str(node_name)] = await kube.get_or_none(
-                    resource_path("v1", "nodes", name=str(node_name))
-                )
-            except ApiError:
-                nodes[str(node_name)] = None  # not allowed to read nodes: "?"
+    unreadable: set[str] = set()
+    # Every node of the pods: topology domains, and node health (issue 16).
+    for node_name in {(p.get("spec") or {}).get("nodeName") for p in pods} - {None}:
+        try:
+            nodes[str(node_name)] = await kube.get_or_none(
+                resource_path("v1", "nodes", name=str(node_name))
+            )
+        except ApiError:
+            nodes[str(node_name)] = None  # not allowed to read nodes: "?"
+            unreadable.add(str(node_name))
     status = lws.get("status") or {}
     head = (
         f"{ns}/{name}: {status.get('readyReplicas', 0)}/{lws['spec'].get('replicas')} groups "
@@ -211,12 +335,19 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
         f"{lws['spec']['leaderWorkerTemplate'].get('size')}\n"
     )
     now = datetime.datetime.now(datetime.UTC)
+    table = format_table(status_rows(lws, pods, events, nodes, now))
     sts = await kube.get_or_none(resource_path("apps/v1", "statefulsets", namespace=ns, name=name))
-    return (
-        head
-        + format_table(status_rows(lws, pods, events, nodes, now))
-        + moves_section(lws, sts, now)
+    cm = await _history_cm(kube, ns, name)
+    history = parse_history(
+        None if cm is None else project_history(cm),
+        lws_name=name,
+        lws_uid=str(lws["metadata"].get("uid") or ""),
     )
+    readable = {k: v for k, v in nodes.items() if k not in unreadable}
+    lines = failure_lines(lws, pods, history, readable, now)
+    # After a blank line, so the table stays one block for whatever parses it.
+    failures = ("\n" if lines else "") + "".join(f"{line}\n" for line in lines)
+    return head + table + moves_section(lws, sts, now) + failures
 
 
 def moves_section(lws: dict[str, Any], sts: dict[str, Any] | None, now: datetime.datetime) -> str:
@@ -301,7 +432,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="the rollout steps a change would take")
     plan.add_argument("name")
     plan.add_argument("-f", "--filename", required=True, help="the new LeaderWorkerSet (- stdin)")
-    for p in (status, plan):
+    logs = sub.add_parser("logs", help="the log tails kept of a group's failed containers")
+    logs.add_argument("name")
+    logs.add_argument("group", type=int)
+    recreate = sub.add_parser("recreate", help="ask the operator to recreate groups now")
+    recreate.add_argument("name")
+    recreate.add_argument("groups", type=int, nargs="+", metavar="GROUP")
+    for p in (status, plan, logs, recreate):
         p.add_argument("--kubeconfig", type=Path, default=argparse.SUPPRESS)
         p.add_argument("-n", "--namespace", default=argparse.SUPPRESS)
     return parser
@@ -314,6 +451,10 @@ async def _run(args: argparse.Namespace) -> str:
     try:
         if args.command == "status":
             return await cmd_status(kube, ns, args.name)
+        if args.command == "logs":
+            return await cmd_logs(kube, ns, args.name, args.group)
+        if args.command == "recreate":
+            return await cmd_recreate(kube, ns, args.name, args.groups)
         return await cmd_plan(kube, ns, args.name, args.filename)
     finally:
         await kube.close()

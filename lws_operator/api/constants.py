@@ -45,6 +45,11 @@ SUBGROUP_POLICY_TYPE_ANNOTATION: Final = _PREFIX + "subgroup-policy-type"
 SUBDOMAIN_POLICY_ANNOTATION: Final = _PREFIX + "subdomainPolicy"
 LEADER_REQUESTS_TPUS_ANNOTATION: Final = _PREFIX + "leader-requests-tpus"
 RECREATE_GROUP_AFTER_START_ANNOTATION: Final = _PREFIX + "experimental-recreate-group-after-start"
+# Upstream KEP-820 (provisional): each group's restart count. Here on the LWS's history
+# ConfigMap, as a JSON object {"<group index>": count} (docs/compatibility.md F3).
+GROUP_RESTART_COUNT_ANNOTATION: Final = _PREFIX + "group-restart-count"
+# Ours: a request to recreate groups now, "<index>[,<index>...][@<token>]" (kubectl lws recreate).
+RECREATE_GROUPS_ANNOTATION: Final = "lws-operator.x-k8s.io/recreate-groups"
 
 # Set on every LWS pod when a gang-scheduling provider is configured (Volcano).
 POD_GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
@@ -72,6 +77,9 @@ TPU_DEFAULT_PROCESS_PORT: Final = 8476
 CONDITION_AVAILABLE: Final = "Available"
 CONDITION_PROGRESSING: Final = "Progressing"
 CONDITION_UPDATE_IN_PROGRESS: Final = "UpdateInProgress"
+# Upstream KEP-820: a group exceeded spec.leaderWorkerTemplate.maxGroupRestarts.
+CONDITION_FAILED: Final = "Failed"
+REASON_MAX_GROUP_RESTARTS_EXCEEDED: Final = "MaxGroupRestartsExceeded"
 
 # --- Limits -------------------------------------------------------------------------------
 

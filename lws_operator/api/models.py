@@ -135,6 +135,18 @@ class LeaderWorkerTemplate(ApiModel):
     persistent_volume_claim_retention_policy: PersistentVolumeClaimRetentionPolicy | None = Field(
         default=None, description=_doc(PersistentVolumeClaimRetentionPolicy)
     )
+    # --- failure handling (KEP-820, issue 16) ---
+    max_group_restarts: Int32 | None = Field(
+        default=None,
+        description=(
+            "Restart budget of each group (upstream KEP-820): how many times the operator may "
+            "recreate one group after a failure. Once a group fails with its budget spent it "
+            "is no longer recreated, its pods are kept as they are for inspection, and the "
+            "LeaderWorkerSet gets condition Failed (reason MaxGroupRestartsExceeded). 0: the "
+            "first failure is final. Unset: no limit. Only with restartPolicy "
+            "RecreateGroupOnPodRestart."
+        ),
+    )
 
 
 class RollingUpdateConfiguration(ApiModel):
@@ -187,6 +199,16 @@ class NetworkConfig(ApiModel):
             "UniquePerReplica: one headless Service per group, named like its leader pod."
         ),
     )
+    # --- failure handling (KEP-820, issue 16) ---
+    publish_not_ready_addresses: bool | None = Field(
+        default=None,
+        description=(
+            "Whether the headless Services publish the DNS names of pods that are not Ready, so "
+            "init containers (a preflight check) can resolve the leader and their peers "
+            "(upstream KEP-820). Unset: published, as LeaderWorkerSet v0.10.0 always does. "
+            "false: only Ready pods get DNS records."
+        ),
+    )
 
 
 class LeaderWorkerSetSpec(ApiModel):
@@ -229,7 +251,7 @@ class Condition(ApiModel):
     """A metav1.Condition."""
 
     type: str = Field(
-        description="Available, Progressing or UpdateInProgress.",
+        description="Available, Progressing, UpdateInProgress or Failed.",
         json_schema_extra={"maxLength": 316, "pattern": _CONDITION_TYPE_PATTERN},
     )
     status: str = Field(
@@ -263,7 +285,7 @@ class LeaderWorkerSetStatus(ApiModel):
 
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Available, Progressing and UpdateInProgress.",
+        description="Available, Progressing, UpdateInProgress and Failed.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     ready_replicas: Int32 = Field(

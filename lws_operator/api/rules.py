@@ -22,6 +22,7 @@ from lws_operator.api.models import (
     LeaderWorkerSet,
     LeaderWorkerSetSpec,
     LeaderWorkerTemplate,
+    RestartPolicy,
     RollingUpdateConfiguration,
     SubGroupPolicy,
     SubGroupPolicyType,
@@ -300,6 +301,21 @@ def _check_sg_immutable(sgp: SubGroupPolicy, old: SubGroupPolicy) -> str | None:
     return _SG_IMMUTABLE if sgp.sub_group_size != old.sub_group_size else None
 
 
+# --- restart budget (upstream KEP-820) -----------------------------------------------------
+
+_MGR_POLICY = (
+    "may be set only with restartPolicy RecreateGroupOnPodRestart (it bounds that policy's "
+    "group recreations); remove maxGroupRestarts or set that restartPolicy"
+)
+
+
+def _check_mgr_policy(lwt: LeaderWorkerTemplate, _old: Any) -> str | None:
+    if lwt.max_group_restarts is None:
+        return None
+    ok = lwt.restart_policy == RestartPolicy.RECREATE_GROUP_ON_POD_RESTART
+    return None if ok else _MGR_POLICY
+
+
 # --- annotations (ValidatingAdmissionPolicy: CRD rules cannot read metadata.annotations) --------
 
 # A label key: optional DNS-subdomain prefix and '/', then a name of at most 63 characters.
@@ -455,6 +471,22 @@ RULES: tuple[Rule, ...] = (
         "self >= 1",
         "must be >= 1",
         lambda v, _o: "must be >= 1" if v < 1 else None,
+    ),
+    # spec.leaderWorkerTemplate.maxGroupRestarts (upstream KEP-820)
+    Rule(
+        (*_LWT, "maxGroupRestarts"),
+        (),
+        "self >= 0",
+        "must be >= 0",
+        lambda v, _o: "must be >= 0" if v < 0 else None,
+    ),
+    Rule(
+        _LWT,
+        ("maxGroupRestarts",),
+        "!has(self.maxGroupRestarts) || self.restartPolicy == 'RecreateGroupOnPodRestart'",
+        _MGR_POLICY,
+        _check_mgr_policy,
+        reason="FieldValueForbidden",
     ),
     # spec.rolloutStrategy.rollingUpdateConfiguration
     Rule(

@@ -18,7 +18,9 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.controller.informer import DELETED, Informer, Key
 from lws_operator.plan.groups import Group, observe_group
+from lws_operator.plan.history import MESSAGE_MAX, history_name
 from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
+from lws_operator.plan.nodehealth import UNHEALTHY_TAINTS, node_state
 from lws_operator.plan.restart import Lost
 
 # All nodes are kept under this one key.
@@ -51,24 +53,45 @@ def _tpu_resources(containers: Any) -> list[dict[str, Any]]:
     return out
 
 
+_TERMINATED = ("exitCode", "reason", "signal", "message", "finishedAt")
+
+
+def _terminated(state: Any) -> dict[str, Any] | None:
+    """A terminated state, as evidence of a failure (plan/evidence.py); the message cut."""
+    term = (state or {}).get("terminated") if isinstance(state, dict) else None
+    if not isinstance(term, dict):
+        return None
+    out = {k: term[k] for k in _TERMINATED if k in term}
+    if "message" in out:
+        out["message"] = str(out["message"])[:MESSAGE_MAX]
+    return {"terminated": out}
+
+
 def _restart_counts(statuses: Any) -> list[dict[str, Any]]:
-    return [
-        {"name": s.get("name"), "restartCount": s.get("restartCount", 0)}
-        for s in statuses or []
-        if isinstance(s, dict)
-    ]
+    """Each container's name and restart count, and its terminated states if any."""
+    out = []
+    for s in statuses or []:
+        if not isinstance(s, dict):
+            continue
+        kept: dict[str, Any] = {"name": s.get("name"), "restartCount": s.get("restartCount", 0)}
+        for key in ("state", "lastState"):
+            if (term := _terminated(s.get(key))) is not None:
+                kept[key] = term
+        out.append(kept)
+    return out
 
 
 def project_pod(body: Mapping[str, Any]) -> dict[str, Any]:
     """What the planners read of a pod: identity, labels, owners, placement, the TPU requests
-    of its containers, readiness, and container and init-container restart counts."""
+    of its containers, readiness, and container and init-container restart counts and
+    terminated states (the evidence of a failure)."""
     spec = body.get("spec") or {}
     status = body.get("status") or {}
     out_spec: dict[str, Any] = {"nodeName": spec.get("nodeName")}
     for key in ("containers", "initContainers"):
         if tpus := _tpu_resources(spec.get(key)):
             out_spec[key] = tpus
-    out_status = {k: status[k] for k in ("phase", "conditions") if k in status}
+    out_status = {k: status[k] for k in ("phase", "conditions", "reason") if k in status}
     for key in ("initContainerStatuses", "containerStatuses"):
         if key in status:
             out_status[key] = _restart_counts(status[key])
@@ -103,16 +126,25 @@ def project_meta(body: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _meta(body.get("metadata") or {})}
 
 
+def project_service(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Identity and owners, and whether it publishes not-ready addresses (KEP-820)."""
+    spec = body.get("spec") or {}
+    return {
+        "metadata": _meta(body.get("metadata") or {}),
+        "spec": {"publishNotReadyAddresses": spec.get("publishNotReadyAddresses")},
+    }
+
+
 def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A node's name and labels (exclusive placement), whether it can still finish deleting
-    its pods (its out-of-service taint and Ready condition), and whether it is cordoned
-    (evictions, plan/disruption.py)."""
+    """A node's name and labels (exclusive placement), its health: the unreachable, not-ready
+    and out-of-service taints and the Ready condition (lost-node detection and node-health
+    reports), and whether it is cordoned (evictions, plan/disruption.py)."""
     meta = body.get("metadata") or {}
     spec = body.get("spec") or {}
     taints = [
         {"key": t.get("key"), "effect": t.get("effect")}
         for t in spec.get("taints") or []
-        if isinstance(t, dict) and t.get("key") == "node.kubernetes.io/out-of-service"
+        if isinstance(t, dict) and t.get("key") in UNHEALTHY_TAINTS
     ]
     ready = [
         {"type": "Ready", "status": cond.get("status")}
@@ -154,6 +186,8 @@ class Observed:
     """The groups of the leader StatefulSet, by index (plan/groups.py)."""
     terminating: tuple[dict[str, Any], ...] = ()
     """The pods with a deletionTimestamp."""
+    history: dict[str, Any] | None = None
+    """Its history ConfigMap, projected (plan/history.py), if it exists."""
 
 
 @dataclass
@@ -177,6 +211,7 @@ class Cache:
         self._lost: dict[Key, dict[str, Lost]] = {}
         self._groups: dict[Key, _Groups] = {}
         self._terminating: dict[Key, set[str]] = {}
+        self._node_states: dict[str, str | None] = {}
 
     def changed(self, store: str, kind: str, key: Key, body: Mapping[str, Any]) -> None:
         """An informer's event: remember a deleted worker pod, keep the terminating pods, and
@@ -200,6 +235,27 @@ class Cache:
             memo.groups.pop(int(index), None)
         else:
             memo.groups.clear()  # no group label (not through our webhook): observe all again
+
+    def node_changed(self, kind: str, node: Mapping[str, Any]) -> list[Key]:
+        """The LWSs with a pod on ``node``, when its health changed (plan/nodehealth.py): a
+        node going NotReady or unreachable wakes them, so their groups are reported before
+        anything happens to the pods. Other node events wake nothing."""
+        name = name_of(node)
+        known = name in self._node_states
+        before = self._node_states.get(name)
+        state = "gone" if kind == DELETED else node_state(node)
+        if kind == DELETED:
+            self._node_states.pop(name, None)
+        else:
+            self._node_states[name] = state
+        if (known and before == state) or (not known and state is None):
+            return []
+        return [
+            key
+            for informer in self.informers.get("lws_pods", [])
+            for key, pods in informer.stores()
+            if any((p.get("spec") or {}).get("nodeName") == name for p in pods.values())
+        ]
 
     def _observe_groups(
         self, key: Key, statefulsets: Mapping[str, dict[str, Any]], pods: Mapping[str, Any]
@@ -285,6 +341,7 @@ class Cache:
             terminating=tuple(
                 pods[name] for name in self._terminating.get(key, ()) if name in pods
             ),
+            history=self._get("lws_history", key).get(history_name(key[1])),
         )
 
     def keys(self) -> list[Key]:

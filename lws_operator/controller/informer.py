@@ -67,6 +67,10 @@ class Informer:
     def __len__(self) -> int:
         return len(self._where)
 
+    def stores(self) -> list[tuple[Key, Mapping[str, dict[str, Any]]]]:
+        """Every key's projections (read-only views): for the rare look across all LWSs."""
+        return [(key, MappingProxyType(items)) for key, items in self._items.items()]
+
     def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
         """One watch event: update the store, then tell ``on_change``."""
         meta = obj.get("metadata") or {}

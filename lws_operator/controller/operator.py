@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -38,6 +38,7 @@ from lws_operator.controller.cache import (
     project_node,
     project_pod,
     project_revision,
+    project_service,
     project_statefulset,
 )
 from lws_operator.controller.eviction import (
@@ -55,6 +56,8 @@ from lws_operator.kube.client import Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import gang
+from lws_operator.plan.backoff import Backoff
+from lws_operator.plan.history import Limits, project_history
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,9 @@ class OperatorConfig:
     webhook_service: str | None = None
     namespace: str = "lws-system"
     gang_provider: str | None = None
+    # Group recreation: backoff and history bounds (configuration file, groupRecreation).
+    backoff: Backoff = field(default_factory=Backoff)
+    history_limits: Limits = field(default_factory=Limits)
     # Serve tls.crt/tls.key from this directory (certificate and caBundle made by someone
     # else: OpenShift's service CA, cert-manager); then no Secret or webhook configuration
     # is written.
@@ -102,8 +108,10 @@ class OperatorConfig:
 _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None]], ...] = (
     ("lws_statefulsets", "apps", "v1", "statefulsets", project_statefulset),
     ("lws_pods", "", "v1", "pods", project_pod),
-    ("lws_services", "", "v1", "services", project_meta),
+    ("lws_services", "", "v1", "services", project_service),
     ("lws_revisions", "apps", "v1", "controllerrevisions", project_revision),
+    # Each LWS's failure history (plan/history.py); other labelled ConfigMaps are skipped.
+    ("lws_history", "", "v1", "configmaps", project_history),
 )
 
 
@@ -169,13 +177,13 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
     return reg
 
 
-def node_informer(kube: Kube) -> Informer:
-    """All nodes, as projections (``cache.project_node``); their events wake nothing."""
+def node_informer(kube: Kube, on_change: Callable[[str, Key, Any], None] | None = None) -> Informer:
+    """All nodes, as projections (``cache.project_node``); ``on_change`` hears of each."""
     return Informer(
         kube,
         resource_path("v1", "nodes"),
         project_node,
-        lambda *_: None,
+        on_change or (lambda *_: None),
         label_selector=None,
         key_of=node_key,
     )
@@ -184,9 +192,15 @@ def node_informer(kube: Kube) -> Informer:
 def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
     with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
-    exclusive placement and lost-node detection), whose events wake nothing: what needs a node
+    exclusive placement and lost-node detection): a node's event wakes only the LWSs with pods
+    on it, and only when its health changed (node-health reports); what else needs a node
     waits on its pod's events, or on a timer."""
-    nodes = node_informer(kube)
+
+    def on_node(kind: str, _key: Key, node: Any) -> None:
+        for key in cache.node_changed(kind, node):
+            queue.add(key)
+
+    nodes = node_informer(kube, on_node)
     cache.add_informer("nodes", nodes)
     out = [nodes]
     for name, group, version, plural, projection in _children(config):
@@ -275,6 +289,8 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         recorder,
         metrics=metrics,
         gang_provider=config.gang_provider,
+        backoff=config.backoff,
+        history_limits=config.history_limits,
         coverage=coverage,
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)

@@ -16,9 +16,10 @@ import datetime
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+import aiohttp
 from pydantic import ValidationError
 
 from lws_operator.api import constants as c
@@ -32,14 +33,33 @@ from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import disruption, gang
 from lws_operator.plan import revision as rev
+from lws_operator.plan.backoff import Backoff
 from lws_operator.plan.events import Event
 from lws_operator.plan.events import warning as warning_event
+from lws_operator.plan.evidence import (
+    LogRequest,
+    collect,
+    log_tail,
+    log_unavailable,
+    transfer_limit,
+)
+from lws_operator.plan.failures import (
+    REQUEST_INVALID,
+    Evidence,
+    Gate,
+    gate,
+    parse_request,
+    record,
+    requested,
+)
 from lws_operator.plan.groups import Group, made_by_groups
+from lws_operator.plan.history import History, HistoryWrite, Limits, parse_history, plan_write
 from lws_operator.plan.leader import foreign_leader, plan_leader
 from lws_operator.plan.meta import is_deleting, name_of
+from lws_operator.plan.nodehealth import NodeProblem, node_problems
 from lws_operator.plan.restart import Recreate, plan_recreations, stuck_pods
 from lws_operator.plan.rollout import RolloutPlan, plan_rollout, rollout_input
-from lws_operator.plan.services import missing_shared_service
+from lws_operator.plan.services import missing_shared_service, publish_not_ready, publish_patches
 from lws_operator.plan.status import compute_status, plan_status_write
 from lws_operator.plan.workers import (
     FOREIGN_RETRY,
@@ -71,6 +91,11 @@ class Memory:
     """The validated LWS, by the resourceVersion it was read at."""
     reported_budget: str | None = None
     """The invalid disruption-budget annotation last reported (one Warning each)."""
+    history: tuple[set[str], History] | None = None
+    """The history ConfigMap as last written, and the resourceVersions it supersedes (the
+    cache may still show one of them for a moment after the write)."""
+    reported: set[tuple[str, ...]] = field(default_factory=set)
+    """Node problems and invalid requests already reported (one Warning each)."""
 
 
 class _Memo:
@@ -110,6 +135,8 @@ class Reconciler:
     metrics: ReconcileMetrics = field(default_factory=NoMetrics)
     # The eviction webhook's configuration: each LWS is covered before its objects exist.
     coverage: EvictionCoverage | None = None
+    backoff: Backoff = field(default_factory=Backoff)
+    history_limits: Limits = field(default_factory=Limits)
     memory: dict[Key, Memory] = field(default_factory=dict)
     _memo: _Memo = field(default_factory=_Memo)
 
@@ -189,6 +216,7 @@ class _Pass:
         self.uid = str(lws.metadata.get("uid", ""))
         self.body = obs.lws or {}
         self.retry: float | None = None
+        self.failed: tuple[int, ...] = ()
 
     def _again(self, seconds: float | None) -> None:
         if seconds is not None:
@@ -255,15 +283,21 @@ class _Pass:
                 raise
             for event in step.events:
                 await self._post(event)
+        publish = publish_not_ready(lws.spec.network_config)
         shared = missing_shared_service(
             self.name,
             self.ns,
             self.uid,
             shared=lws.spec.network_config.subdomain_policy == SubdomainPolicy.SHARED,
             services=obs.services,
+            publish=publish,
         )
         if shared is not None:
             await self._create(self._service_path(), shared, _service_failed)
+        for svc, patch in publish_patches(
+            obs.services, lws_name=self.name, lws_uid=self.uid, publish=publish
+        ):
+            await self.kube.patch(f"{self._service_path()}/{svc}", patch)
         for release in moved.release:
             group = release.group
             assert group.leader is not None
@@ -283,9 +317,8 @@ class _Pass:
             lost=obs.lost,
         )
         self.r.cache.settle(self.key, recreations.dropped)
-        for plan in recreations.groups:
-            await self._recreate(plan)
-        recreated = {p.index for p in recreations.groups} | {x.group.index for x in moved.release}
+        recreated = await self._failures(groups, size, recreations.groups)
+        recreated |= {x.group.index for x in moved.release}
         for group in groups:
             if group.index not in recreated:
                 await self._workers(group)
@@ -483,6 +516,163 @@ class _Pass:
             elif isinstance(result, BaseException):
                 raise result
 
+    # ---- failure handling (issue 16): node health, budget, backoff, evidence, history --------
+    def _history(self) -> History:
+        """The history ConfigMap: the cache's, unless it still shows what we overwrote."""
+        projected = self.obs.history
+        rv = str(((projected or {}).get("metadata") or {}).get("resourceVersion"))
+        current = self.r._memo.get(
+            ("history", self.uid, rv),
+            lambda: parse_history(projected, lws_name=self.name, lws_uid=self.uid),
+        )
+        if self.memory.history is not None:
+            stale, written = self.memory.history
+            if (current.resource_version or "") in stale:
+                return written
+            self.memory.history = None  # the cache caught up (or someone else wrote)
+        return current
+
+    async def _report_once(self, key: tuple[str, ...], event: Event) -> None:
+        if len(self.memory.reported) >= MEMO_MAX:
+            self.memory.reported.clear()  # a plain bound: at worst one report again
+        if key not in self.memory.reported:
+            self.memory.reported.add(key)
+            await self._post(event)
+
+    async def _failures(
+        self, groups: list[Group], size: int, planned: tuple[Recreate, ...]
+    ) -> set[int]:
+        """Report node problems, pass the planned recreations through the budget, backoff
+        and requests (plan/failures.py), record each with its evidence, then recreate.
+        Returns the groups recreated."""
+        template = self.lws.spec.leader_worker_template
+        limits, now = self.r.history_limits, datetime.datetime.now(datetime.UTC)
+        history = self._history()
+        problems = node_problems(groups, self.obs.nodes)
+        for problem in problems:
+            await self._report_once(
+                ("node", problem.pod_uid, problem.node, problem.state), problem.event
+            )
+        request, invalid = parse_request(self.lws.annotations, history.handled_request)
+        if invalid is not None:
+            await self._report_once(
+                ("request", invalid), warning_event(REQUEST_INVALID, "Reconcile", invalid)
+            )
+        decided = gate(
+            planned=planned,
+            requests=requested(request, groups),
+            groups=groups,
+            history=history,
+            max_restarts=template.max_group_restarts,
+            size=size,
+            backoff=self.r.backoff,
+            now=now,
+        )
+        self.r.cache.settle(self.key, decided.kept)
+        self._again(None if decided.retry is None else decided.retry + 0.05)
+        evidence, logs = await self._evidence(decided, problems, limits)
+        recorded = record(
+            history,
+            decided,
+            evidence=evidence,
+            logs=logs,
+            backoff=self.r.backoff,
+            group_count=len(groups),
+            now=now,
+        )
+        write, new = plan_write(
+            history,
+            recorded.groups,
+            logs=recorded.logs,
+            handled_request=request.value if request is not None else history.handled_request,
+            lws_name=self.name,
+            namespace=self.ns,
+            lws_uid=self.uid,
+            limits=limits,
+        )
+        if not history.owned:
+            note = (
+                f"ConfigMap {history.name} is not owned by this LeaderWorkerSet: no restart "
+                "history is kept, and neither maxGroupRestarts nor the backoff can apply"
+            )
+            await self._report_once(
+                ("history", history.name), warning_event("FailedCreate", "Create", note)
+            )
+        elif write is not None:
+            new = await self._write_history(history, write, new)
+        self.failed = new.failed_groups
+        for event in (*decided.events, *recorded.events):
+            await self._post(event)
+        plans = (*decided.redo, *(p for p, _, _ in decided.recreate))
+        for plan in plans:
+            await self._recreate(plan)
+        return {p.index for p in plans}
+
+    async def _evidence(
+        self, decided: Gate, problems: list[NodeProblem], limits: Limits
+    ) -> tuple[dict[int, Evidence], dict[tuple[int, int], str]]:
+        """What failed in each group about to be recreated, with its log tails read now."""
+        evidence: dict[int, Evidence] = {}
+        reads: list[tuple[int, LogRequest]] = []
+        for plan, trigger, _ in decided.recreate:
+            nodes = tuple(p.text for p in problems if p.group == plan.index)
+            if trigger == "requested":
+                evidence[plan.index] = Evidence(nodes=nodes)
+                continue
+            unreachable = {p.pod: f"node {p.node} is {p.state}" for p in problems}
+            failures, requests = collect(plan.members, plan.culprit, limits, unreachable)
+            evidence[plan.index] = Evidence(failures, nodes)
+            reads += [(plan.index, r) for r in requests]
+        started = time.monotonic()
+        results = await asyncio.gather(*(self._log_tail(r, limits) for _, r in reads))
+        if (took := time.monotonic() - started) > 0.5:
+            log.info(
+                "%s/%s: reading %d log tail(s) before a recreation took %.1fs",
+                self.ns,
+                self.name,
+                len(reads),
+                took,
+            )
+        logs: dict[tuple[int, int], str] = {}
+        for (index, req), (text, error) in zip(reads, results, strict=True):
+            if text:
+                logs[(index, req.index)] = text
+                continue
+            kept = list(evidence[index].failures)
+            kept[req.index] = replace(kept[req.index], log_error=error)
+            evidence[index] = replace(evidence[index], failures=tuple(kept))
+        return evidence, logs
+
+    async def _log_tail(self, req: LogRequest, limits: Limits) -> tuple[str | None, str]:
+        """The container's log tail through the API (``pods/<name>/log``), or why not."""
+        path = resource_path("v1", "pods", namespace=self.ns, name=req.pod, subresource="log")
+        try:
+            raw = await self.kube.read_bytes(
+                path,
+                query=req.query(limits),
+                timeout=limits.log_timeout,
+                max_bytes=transfer_limit(limits),
+            )
+        except ApiError as e:
+            return None, log_unavailable(f"{e.status} {e.message}")
+        except (TimeoutError, aiohttp.ClientError) as e:
+            return None, log_unavailable(f"{type(e).__name__} {e}".strip())
+        text = log_tail(raw, limits)
+        return (text, "") if text else (None, log_unavailable("the log is empty"))
+
+    async def _write_history(self, old: History, write: HistoryWrite, new: History) -> History:
+        """Write the history ConfigMap; a conflict (someone wrote since the cache's copy)
+        fails the pass, which the queue retries with fresh state."""
+        base = resource_path("v1", "configmaps", namespace=self.ns)
+        if write.create is not None:
+            written = await self.kube.create(base, write.create)
+        else:
+            written = await self.kube.patch(f"{base}/{new.name}", write.patch, kind="merge")
+        new = replace(new, resource_version=str(written["metadata"]["resourceVersion"]))
+        stale = self.memory.history[0] if self.memory.history is not None else set()
+        self.memory.history = ({*stale, old.resource_version or ""}, new)
+        return new
+
     async def _release_stuck_pods(self) -> None:
         stuck = stuck_pods(
             self.obs.terminating,
@@ -516,6 +706,8 @@ class _Pass:
             lws_name=self.name,
             old_conditions=list(observed.get("conditions") or []),
             now=_now(),
+            failed=self.failed,
+            max_restarts=spec.leader_worker_template.max_group_restarts,
         )
         now = time.monotonic()
         write = plan_status_write(

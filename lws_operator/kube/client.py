@@ -159,6 +159,32 @@ class Kube:
     async def get(self, path: str) -> JsonObj:
         return await self.request("GET", path)
 
+    async def read_bytes(
+        self,
+        path: str,
+        *,
+        query: Mapping[str, str | int | bool] | None = None,
+        timeout: float = 10,
+        max_bytes: int = 1 << 20,
+    ) -> bytes:
+        """GET a plain-text resource (``pods/<name>/log``): at most ``max_bytes`` of it, within
+        ``timeout`` seconds in all."""
+        resp = await self._send(
+            "GET",
+            path,
+            query=query,
+            accept="*/*",
+            request_timeout=aiohttp.ClientTimeout(total=timeout),
+        )
+        chunks, size = [], 0
+        try:
+            while size < max_bytes and (chunk := await resp.content.read(max_bytes - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            resp.release()
+        return b"".join(chunks)
+
     async def get_or_none(self, path: str) -> JsonObj | None:
         try:
             return await self.get(path)

@@ -73,7 +73,7 @@ class Recreate:
     workers: Obj | None
     members: tuple[Obj, ...]
     culprit: str  # the pod that failed
-    why: str  # "restarted", "failed" or "deleted"
+    why: str  # "restarted", "failed", "deleted", or "requested" (plan/failures.py)
     lost: frozenset[str] = frozenset()
     """Uids of the Lost pods this recreation settles."""
 
@@ -85,6 +85,8 @@ class Recreate:
     def note(self) -> str:
         leader = name_of(self.leader)
         group = labels_of(self.leader).get(c.GROUP_INDEX_LABEL, str(self.index))
+        if self.why == "requested":
+            return f"Recreation requested, deleted leader pod {leader} to recreate group {group}"
         role = "Leader" if self.culprit == leader else "Worker"
         # Upstream's wording, kept for tools that match on it; ``why`` goes to the log.
         return (

@@ -40,10 +40,22 @@ _FNV32_PRIME = 0x01000193
 _NAME_PREFIX_MAX = 220
 
 
+# Controller policy, not what the pods are made from: changing them rolls no group, and a
+# stored revision matches with or without them (docs/compatibility.md F6).
+_NOT_REVISIONED = {
+    "leaderWorkerTemplate": ("maxGroupRestarts",),
+    "networkConfig": ("publishNotReadyAddresses",),
+}
+
+
+def _revisioned(part: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k not in _NOT_REVISIONED[part]}
+
+
 def revision_content(spec: LeaderWorkerSetSpec) -> dict[str, Any]:
     """The revisioned part of ``spec``, as a patch that replaces it wholesale."""
-    template = spec.leader_worker_template.to_dict()
-    network = spec.network_config.to_dict()
+    template = _revisioned("leaderWorkerTemplate", spec.leader_worker_template.to_dict())
+    network = _revisioned("networkConfig", spec.network_config.to_dict())
     return {
         "spec": {
             "leaderWorkerTemplate": {**template, "$patch": "replace"},
@@ -96,7 +108,12 @@ def _normal_form(spec_part: dict[str, Any]) -> Any:
         _pruned(spec_part.get("leaderWorkerTemplate") or {})
     )
     network = NetworkConfig.model_validate(_pruned(spec_part.get("networkConfig") or {}))
-    return _pruned({"leaderWorkerTemplate": template.to_dict(), "networkConfig": network.to_dict()})
+    return _pruned(
+        {
+            "leaderWorkerTemplate": _revisioned("leaderWorkerTemplate", template.to_dict()),
+            "networkConfig": _revisioned("networkConfig", network.to_dict()),
+        }
+    )
 
 
 def matches(revision: dict[str, Any], spec: LeaderWorkerSetSpec) -> bool:
@@ -117,7 +134,11 @@ def spec_at_revision(spec: LeaderWorkerSetSpec, revision: dict[str, Any]) -> Lea
     current = spec.to_dict()
     for key in ("leaderWorkerTemplate", "networkConfig"):
         if isinstance(stored.get(key), dict):
-            current[key] = {k: v for k, v in stored[key].items() if k != "$patch"}
+            live = {k: current[key][k] for k in _NOT_REVISIONED[key] if k in current.get(key, {})}
+            current[key] = {
+                **_revisioned(key, {k: v for k, v in stored[key].items() if k != "$patch"}),
+                **live,
+            }
     return LeaderWorkerSetSpec.model_validate(current)
 
 

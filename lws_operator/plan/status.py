@@ -8,7 +8,7 @@ docs/compatibility.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,9 +66,16 @@ def hpa_pod_selector(lws_name: str) -> str:
 
 
 def count_groups(
-    groups: Sequence[Group], *, key: str, replicas: int, partition: int, size: int
+    groups: Sequence[Group],
+    *,
+    key: str,
+    replicas: int,
+    partition: int,
+    size: int,
+    failed: Collection[int] = (),
 ) -> GroupCounts:
-    """Contract 4.13 counting rules; ``key`` is the current revision's."""
+    """Contract 4.13 counting rules; ``key`` is the current revision's. ``failed`` groups
+    (restart budget exhausted, KEP-820) are never counted ready."""
     ready = updated = current = current_updated = ready_non_burst = updated_and_ready = 0
     for group in groups:
         if group.leader is None or not group.workers_present(size):
@@ -76,7 +83,7 @@ def count_groups(
             # ready/updated counts would be 0 anyway, and counting it as "current" would
             # report UpdateInProgress while a new LWS is still creating its worker sts.
             continue
-        is_ready = group.ready(size)
+        is_ready = group.ready(size) and group.index not in failed
         is_updated = group.updated(size, key)
         is_current = partition <= group.index < replicas
         ready += is_ready
@@ -161,15 +168,20 @@ def compute_status(
     lws_name: str,
     old_conditions: Sequence[Mapping[str, Any]],
     now: str,
+    failed: Collection[int] = (),
+    max_restarts: int | None = None,
 ) -> StatusResult:
     """The status for one pass. ``replicas``/``partition`` are the LWS spec values, ``key``
     the current revision's; ``sts_status_replicas`` is the leader sts status.replicas (surge
     groups included). Counters that are 0 are left out, as upstream's ``omitempty``."""
-    counts = count_groups(groups, key=key, replicas=replicas, partition=partition, size=size)
+    counts = count_groups(
+        groups, key=key, replicas=replicas, partition=partition, size=size, failed=failed
+    )
     desired = desired_conditions(counts, replicas)
     conditions, became_true = merge_conditions(
         old_conditions, desired, generation=generation, now=now
     )
+    conditions = failed_condition(conditions, failed, max_restarts, generation=generation, now=now)
     suffix = f", with {counts.ready} groups ready of total {replicas} groups"
     events = tuple(
         normal(_CONTENT[type_][0], UPDATE, _CONTENT[type_][1] + suffix) for type_ in became_true
@@ -191,6 +203,47 @@ def compute_status(
         update_done=partition == 0 and counts.updated_and_ready == replicas,
         events=events,
     )
+
+
+def failed_condition(
+    conditions: list[dict[str, Any]],
+    failed: Collection[int],
+    max_restarts: int | None,
+    *,
+    generation: int,
+    now: str,
+) -> list[dict[str, Any]]:
+    """KEP-820's ``Failed``: True with reason MaxGroupRestartsExceeded while any group's budget
+    is exhausted, naming the groups; False (same reason, the message says none) once none is,
+    and absent until one first was. Its event is posted when a group fails (plan/failures)."""
+    out = [dict(x) for x in conditions]
+    at = next((i for i, x in enumerate(out) if x.get("type") == c.CONDITION_FAILED), None)
+    old = out.pop(at) if at is not None else None
+    if failed:
+        names = ", ".join(str(i) for i in sorted(failed))
+        limit = f" ({max_restarts})" if max_restarts is not None else ""
+        message = (
+            f"group(s) {names} exceeded maxGroupRestarts{limit}: not recreated again, their "
+            "pods are kept for inspection (kubectl lws status)"
+        )
+        status = "True"
+    elif old is None:
+        return out
+    else:
+        message, status = "No group has exceeded maxGroupRestarts", "False"
+    changed = old is None or old.get("status") != status
+    out.insert(
+        len(out) if at is None else at,
+        {
+            "type": c.CONDITION_FAILED,
+            "status": status,
+            "observedGeneration": generation,
+            "lastTransitionTime": now if changed else (old or {}).get("lastTransitionTime", now),
+            "reason": c.REASON_MAX_GROUP_RESTARTS_EXCEEDED,
+            "message": message,
+        },
+    )
+    return out
 
 
 # Group counters: while groups come up or roll one by one they change every few hundred

@@ -36,7 +36,7 @@ from lws_operator.plan.meta import (
     pod_ready,
 )
 from lws_operator.plan.podview import PodMutationError
-from lws_operator.plan.services import replica_service
+from lws_operator.plan.services import publish_not_ready, replica_service
 
 # How soon to look again at what no watch tells us about.
 REVISION_PENDING_RETRY = 1.0  # its revision is being written
@@ -119,7 +119,7 @@ def plan_workers(
         spec.network_config.subdomain_policy == Subdomain.UNIQUE_PER_REPLICA
         and leader_name not in services
     ):
-        service = replica_service(lws.name, leader)
+        service = replica_service(lws.name, leader, publish_not_ready(lws.spec.network_config))
     pod_group = None
     if gang_provider is not None and gang.pod_group_name(lws.name, leader) not in podgroups:
         try:

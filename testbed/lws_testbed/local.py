@@ -613,7 +613,11 @@ class LocalCluster:
                 "--manage-nodes-with-label-selector=",
                 "--manage-single-node=",
                 f"--cidr={realnode.KWOK_CIDR}",
-                "--node-ip=10.0.0.1",
+                # The nodes' kubelet address is kwok's own server: the API server's requests
+                # for pod logs (pods/<pod>/log) then fail at once (kwok serves none) instead
+                # of waiting on a route to an address no one has.
+                "--node-ip=127.0.0.1",
+                f"--node-port={self.ports['kwok']}",
                 "--node-lease-duration-seconds=40",
                 f"--server-address=127.0.0.1:{self.ports['kwok']}",
             ],

@@ -32,9 +32,18 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def restarted_status(pod: dict[str, Any], container: str | None = None) -> dict[str, Any]:
+def restarted_status(
+    pod: dict[str, Any],
+    container: str | None = None,
+    *,
+    exit_code: int = 137,
+    reason: str = "Error",
+    message: str | None = None,
+    signal: int | None = None,
+) -> dict[str, Any]:
     """The pod's status after one container (default: the first) crashed and was restarted by
-    the kubelet: restartCount + 1, lastState terminated, running again."""
+    the kubelet: restartCount + 1, lastState terminated (with the exit code, reason,
+    termination message and signal given), running again."""
     status = pod.get("status") or {}
     statuses = [dict(cs) for cs in status.get("containerStatuses") or []]
     if not statuses:
@@ -46,14 +55,17 @@ def restarted_status(pod: dict[str, Any], container: str | None = None) -> dict[
     now = _now()
     started = (target.get("state") or {}).get("running", {}).get("startedAt", now)
     target["restartCount"] = int(target.get("restartCount") or 0) + 1
-    target["lastState"] = {
-        "terminated": {
-            "exitCode": 137,
-            "reason": "Error",
-            "startedAt": started,
-            "finishedAt": now,
-        }
+    terminated: dict[str, Any] = {
+        "exitCode": exit_code,
+        "reason": reason,
+        "startedAt": started,
+        "finishedAt": now,
     }
+    if message is not None:
+        terminated["message"] = message
+    if signal is not None:
+        terminated["signal"] = signal
+    target["lastState"] = {"terminated": terminated}
     target["state"] = {"running": {"startedAt": now}}
     return {"containerStatuses": statuses}
 
@@ -235,11 +247,33 @@ async def make_unready(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
 
 
 async def restart_container(
-    kube: Kube, namespace: str, name: str, container: str | None = None
+    kube: Kube, namespace: str, name: str, container: str | None = None, **terminated: Any
 ) -> dict[str, Any]:
-    """Report one container restart of a running pod; returns the patched pod."""
+    """Report one container restart of a running pod (``terminated``: exit_code, reason,
+    message, signal of the run that ended); returns the patched pod."""
     pod = await kube.get(resource_path("v1", "pods", namespace=namespace, name=name))
-    return await _patch_status(kube, pod, restarted_status(pod, container))
+    return await _patch_status(kube, pod, restarted_status(pod, container, **terminated))
+
+
+async def lose_node(kube: Kube, name: str) -> dict[str, Any]:
+    """Report a kwok node as lost, as the node lifecycle controller does when its kubelet
+    stops posting: kwok stops managing it (its annotation goes), Ready becomes Unknown, then
+    the unreachable taint is added. Its pods are left as they are."""
+    path = resource_path("v1", "nodes", name=name)
+    await kube.patch(path, {"metadata": {"annotations": {"kwok.x-k8s.io/node": None}}})
+    now = _now()
+    ready = {
+        "type": "Ready",
+        "status": "Unknown",
+        "reason": "NodeStatusUnknown",
+        "message": "Kubelet stopped posting node status.",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    status_path = resource_path("v1", "nodes", name=name, subresource="status")
+    await kube.patch(status_path, {"status": {"conditions": [ready]}}, kind="strategic")
+    taint = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": now}
+    return await kube.patch(path, {"spec": {"taints": [taint]}})
 
 
 async def fail_pod(kube: Kube, namespace: str, name: str) -> dict[str, Any]:

@@ -98,3 +98,31 @@ def test_cli_rejects_an_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_text(f"apiVersion: {API_VERSION}\nkind: Configuration\ngang: {{}}\n")
     assert cli.main(["run", "--config", str(path)]) == 2
     assert f"lws-operator run: {path}: gang: unknown field" in capsys.readouterr().err
+
+
+def test_group_recreation_settings() -> None:
+    from lws_operator.plan.backoff import Backoff
+    from lws_operator.plan.history import Limits
+
+    assert parse(HEADER).backoff == Backoff() and parse(HEADER).history_limits == Limits()
+    config = parse(
+        {
+            **HEADER,
+            "groupRecreation": {
+                "backoff": {"initialSeconds": 1, "maxSeconds": 4, "resetAfterReadySeconds": 60},
+                "history": {"recreationsPerGroup": 2, "logTailLines": 10, "logTailBytes": 512},
+            },
+        }
+    )
+    assert config.backoff == Backoff(1, 4, 60)
+    assert config.history_limits == Limits(
+        recreations_per_group=2, log_tail_lines=10, log_tail_bytes=512
+    )
+    for bad, message in (
+        ({"backoff": {"initialSeconds": -1}}, "groupRecreation.backoff.initialSeconds: "),
+        ({"history": {"maxBytes": 2_000_000}}, "groupRecreation.history.maxBytes: "),
+        ({"backof": {}}, "groupRecreation.backof: unknown field"),
+    ):
+        with pytest.raises(ConfigError) as e:
+            parse({**HEADER, "groupRecreation": bad})
+        assert message in str(e.value)

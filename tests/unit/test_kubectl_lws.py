@@ -142,3 +142,122 @@ def test_the_groups_being_moved_and_why() -> None:
         "waiting for surge group vllm-4 to be Ready\n"
     )
     assert moves_section(lws, None, now) == ""
+
+
+# ---- failure handling (issue 16) ------------------------------------------------------------
+
+
+def test_failure_lines_show_backoff_failed_nodes_and_recent_recreations() -> None:
+    from lws_operator.kubectl_lws import failure_lines
+    from lws_operator.plan.history import (
+        ContainerFailure,
+        GroupHistory,
+        History,
+        Recreation,
+        format_time,
+    )
+
+    def rec(n: int, ago: int, waited: float = 0) -> Recreation:
+        return Recreation(
+            number=n,
+            at=format_time(NOW - datetime.timedelta(seconds=ago)),
+            trigger="restarted",
+            culprit="x-1-1",
+            leader="x-1",
+            leader_uid=f"old{n}",
+            counted=True,
+            waited=waited,
+            failures=(ContainerFailure(pod="x-1-1", container="c", exit_code=1, log="log-1-1-0"),),
+        )
+
+    leaders = [pod("x-0", 0, 0), pod("x-1", 1, 0), pod("x-2", 2, 0)]
+    for p_ in leaders:
+        p_["metadata"]["uid"] = f"uid-{p_['metadata']['name']}"
+    history = History(
+        "x-restart-history",
+        exists=True,
+        groups={
+            1: GroupHistory(
+                restarts=2,
+                total=2,
+                backoff_leader="uid-x-1",
+                backoff_until=format_time(NOW + datetime.timedelta(seconds=40)),
+                recreations=(rec(1, 60), rec(2, 30, waited=10)),
+            ),
+            2: GroupHistory(restarts=3, failed_leader="uid-x-2"),
+        },
+    )
+    lws = {
+        **LWS,
+        "spec": {**LWS["spec"], "leaderWorkerTemplate": {"size": 3, "maxGroupRestarts": 3}},
+    }
+    nodes = {
+        "node-0": {
+            "metadata": {"name": "node-0"},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+        }
+    }
+    lines = failure_lines(lws, leaders, history, nodes, NOW)
+    assert lines == [
+        "group 0: pod x-0 on node node-0: NotReady",
+        "group 1: crash loop, next recreation in 40 s",
+        "group 1: 2 recreations, 2 of maxGroupRestarts 3 counted by the budget; last 2:",
+        "  #2 30s ago (restarted, after a 10 s backoff): pod x-1-1 container c exited 1 [log kept]",
+        "  #1 1m ago (restarted): pod x-1-1 container c exited 1 [log kept]",
+        "group 2: Failed: failed again with 3 of maxGroupRestarts 3 recreations spent; not "
+        "recreated, its pods are kept for inspection (kubectl lws recreate to retry)",
+    ]
+
+
+def test_logs_print_each_kept_tail_or_why_there_is_none() -> None:
+    import json as json_
+
+    from lws_operator.kubectl_lws import log_sections, request_value
+    from lws_operator.plan.history import ContainerFailure, GroupHistory, Recreation
+
+    g = GroupHistory(
+        total=1,
+        recreations=(
+            Recreation(
+                number=1,
+                at="2026-01-01T11:00:00.000Z",
+                trigger="failed",
+                culprit="x-0",
+                leader="x-0",
+                leader_uid="u",
+                counted=True,
+                failures=(
+                    ContainerFailure(pod="x-0", container="a", exit_code=1, log="log-0-1-0"),
+                    ContainerFailure(
+                        pod="x-0", container="b", exit_code=2, log_error="log unavailable: 404"
+                    ),
+                ),
+            ),
+        ),
+    )
+    cm = {
+        "metadata": {
+            "name": "x-restart-history",
+            "labels": {c.SET_NAME_LABEL: "x"},
+            "ownerReferences": [{"controller": True, "uid": "lws"}],
+        },
+        "data": {"group-0": g.encoded(), "log-0-1-0": "panic: boom\n"},
+    }
+    out = log_sections(cm, 0, "x", "lws")
+    assert out == (
+        "=== group 0 recreation #1 at 2026-01-01T11:00:00.000Z (failed)\n"
+        "--- pod x-0 container a exited 1\npanic: boom\n"
+        "--- pod x-0 container b exited 2\n(log unavailable: 404)\n"
+    )
+    assert log_sections(cm, 3, "x", "lws") == "group 3: no recreation recorded\n"
+    assert request_value([3, 1, 3], "17") == "1,3@17"
+    assert json_.loads(g.encoded())["total"] == 1
+
+
+def test_the_new_commands_parse() -> None:
+    from lws_operator.kubectl_lws import build_parser
+
+    args = build_parser().parse_args(["logs", "x", "3", "-n", "ns"])
+    assert (args.command, args.name, args.group, args.namespace) == ("logs", "x", 3, "ns")
+    args = build_parser().parse_args(["recreate", "x", "1", "4"])
+    assert (args.command, args.groups) == ("recreate", [1, 4])

@@ -209,7 +209,9 @@ async def test_only_the_leader_reconciles_and_every_replica_serves_the_webhook(
     assert reconciling and all(isinstance(r.get("ts"), str) for r in reconciling)
 
     out = await kubectl_lws("--kubeconfig", str(kubeconfig), "status", name, "-n", ns)
-    head, header, *rows = out.splitlines()
+    table, _, failures = out.partition("\n\n")
+    head, header, *rows = table.splitlines()
+    assert failures.startswith("group 1: 1 recreations, 1 counted by the budget"), out
     assert head.startswith(f"{ns}/{name}: 2/2 groups ready, 2 updated, size 2"), out
     assert header.split()[:8] == [
         "GROUP",

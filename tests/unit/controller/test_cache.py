@@ -90,3 +90,66 @@ def test_statefulset_revisions_are_not_ours() -> None:
     assert project_revision(sts_owned) is None
     lws_owned = {"metadata": {"ownerReferences": [{"controller": True, "kind": "LeaderWorkerSet"}]}}
     assert project_revision(lws_owned) == lws_owned
+
+
+def test_pod_projection_keeps_the_terminated_states_as_evidence() -> None:
+    from lws_operator.plan.history import MESSAGE_MAX
+
+    status = {
+        "name": "c",
+        "restartCount": 2,
+        "image": "dropped",
+        "state": {"running": {"startedAt": "t"}},
+        "lastState": {
+            "terminated": {
+                "exitCode": 137,
+                "reason": "OOMKilled",
+                "signal": 9,
+                "message": "x" * 5000,
+                "finishedAt": "t",
+                "containerID": "dropped",
+            }
+        },
+    }
+    projected = project_pod({"metadata": {"name": "p"}, "status": {"containerStatuses": [status]}})
+    (kept,) = projected["status"]["containerStatuses"]
+    assert set(kept) == {"name", "restartCount", "lastState"}
+    term = kept["lastState"]["terminated"]
+    assert term["exitCode"] == 137 and term["signal"] == 9 and "containerID" not in term
+    assert len(term["message"]) == MESSAGE_MAX
+
+
+def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
+    from typing import cast
+
+    from lws_operator.controller.informer import Informer
+    from lws_operator.kube.client import Kube
+
+    cache = Cache()
+    pods = Informer(cast(Kube, None), "/api/v1/pods", project_pod, lambda *_: None)
+    cache.add_informer("lws_pods", pods)
+    for ns, lws, node_name in (("a", "x", "n1"), ("b", "y", "n2")):
+        pods.apply(
+            "ADDED",
+            {
+                "metadata": {
+                    "name": f"{lws}-0",
+                    "namespace": ns,
+                    "labels": {c.SET_NAME_LABEL: lws},
+                },
+                "spec": {"nodeName": node_name},
+            },
+        )
+
+    def node(ready: str) -> dict[str, object]:
+        return {
+            "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        }
+
+    assert cache.node_changed("ADDED", node("True")) == [], "a healthy node seen first: nothing"
+    assert cache.node_changed("MODIFIED", node("True")) == [], "a heartbeat: nothing"
+    assert cache.node_changed("MODIFIED", node("Unknown")) == [("a", "x")]
+    assert cache.node_changed("MODIFIED", node("Unknown")) == [], "no change"
+    assert cache.node_changed("MODIFIED", node("True")) == [("a", "x")], "healthy again"
+    assert cache.node_changed("DELETED", node("True")) == [("a", "x")], "gone"
