@@ -11,6 +11,9 @@ LOCAL := .local
 KUBECONFIG_LOCAL := $(LOCAL)/kubeconfig
 TESTBED := $(PY) -m lws_testbed
 # Options follow the subcommand: `python -m lws_testbed up --state-dir ...`.
+# KUEUE=1: Kueue runs in the local cluster too (make cluster-up, make run).
+KUEUE ?=
+KUEUE_ARG := $(if $(filter-out 0,$(KUEUE)),--kueue)
 CLUSTER_ARGS := --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 PYTEST_ARGS ?=
 
@@ -129,16 +132,20 @@ bench: $(STAMP) cluster-bins ## Ours vs upstream LWS v0.9.0, P1-P5, medians of 3
 ##@ Local cluster
 
 .PHONY: cluster-bins
-cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold)
-	$(TESTBED) build
+cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold; KUEUE=1: Kueue too)
+	$(TESTBED) build $(KUEUE_ARG)
+
+.PHONY: kueue-bins
+kueue-bins: $(STAMP) ## Build Kueue into the cache (once; about 20 min on 2 cores when cold)
+	$(TESTBED) build --kueue
 
 .PHONY: cluster-bins-unless-external
 cluster-bins-unless-external: $(STAMP)
-	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then $(TESTBED) build; fi
+	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then $(TESTBED) build --kueue; fi
 
 .PHONY: cluster-up
-cluster-up: cluster-bins ## Start the local cluster in the background; kubeconfig: .local/kubeconfig
-	$(TESTBED) up $(CLUSTER_ARGS)
+cluster-up: cluster-bins ## Start the local cluster in the background (KUEUE=1: with Kueue); kubeconfig: .local/kubeconfig
+	$(TESTBED) up $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: cluster-down
 cluster-down: $(STAMP) ## Stop the background local cluster

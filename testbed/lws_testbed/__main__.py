@@ -2,7 +2,9 @@
 
 ``up`` starts a detached cluster and returns; ``down`` stops it; ``run`` keeps one in the
 foreground until Ctrl-C. The admin kubeconfig is written to ``--kubeconfig`` (the Makefile
-passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout).
+passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout). With ``--kueue``,
+Kueue runs in the cluster too (after the LeaderWorkerSet CRD and admission policies, which it
+then installs); ``build --kueue`` also builds Kueue.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import sys
 import threading
 from pathlib import Path
 
-from lws_testbed import binaries
+from lws_operator.api.admission_policy import install_documents
+from lws_testbed import binaries, kueue
 from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
@@ -35,22 +38,38 @@ def _config(args: argparse.Namespace, *, detached: bool) -> ClusterConfig:
         kubeconfig_out=args.kubeconfig,
         audit_log=args.audit_log,
         die_with_parent=not detached,
+        kueue=kueue_options() if args.kueue else None,
     )
+
+
+def kueue_options() -> kueue.KueueOptions:
+    """Kueue for this project's cluster: the LeaderWorkerSet API installed before it, so that
+    its LeaderWorkerSet integration starts at once."""
+    return kueue.KueueOptions(install_first=tuple(install_documents()))
 
 
 def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
     n = cluster.config.nodes
+    with_kueue = ""
+    if cluster.config.kueue is not None:
+        with_kueue = (
+            f"\n  Kueue v{binaries.pins()['KUEUE_VERSION']} running (ready in "
+            f"{cluster.kueue_seconds:.1f}s; the LeaderWorkerSet CRD is installed)\n"
+            f"  kubectl get clusterqueues,localqueues,workloads.kueue.x-k8s.io -A"
+        )
     return (
         f"local cluster up in {cluster.started_seconds:.1f}s: {cluster.server}, "
         f"{n.count} kwok nodes with {n.gpus} nvidia.com/gpu each\n"
         f"  export KUBECONFIG={kubeconfig.resolve()}\n"
         f"  kubectl get nodes        # kubectl v1.36 is at {binaries.bin_dir() / 'kubectl'}\n"
-        f"  logs: {cluster.log_dir}"
+        f"  logs: {cluster.log_dir}" + with_kueue
     )
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     print(binaries.ensure_binaries())
+    if args.kueue:
+        print(kueue.kueue_dir())
     return 0
 
 
@@ -117,10 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--gpus", type=int, default=NodeShape.gpus, help="GPUs per node")
         p.add_argument("--port", type=int, default=None, help="kube-apiserver port (default: free)")
         p.add_argument("--audit-log", action="store_true", help="write the apiserver audit log")
+        p.add_argument(
+            "--kueue",
+            action="store_true",
+            help=f"run Kueue v{binaries.pins()['KUEUE_VERSION']} too",
+        )
     args = parser.parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ClusterError, binaries.BinariesError) as e:
+    except (ClusterError, binaries.BinariesError, kueue.KueueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
 

@@ -35,7 +35,7 @@ import yaml
 from lws_operator import pki
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_testbed import binaries
+from lws_testbed import binaries, kueue
 from lws_testbed.nodes import NodeShape, fake_nodes
 from lws_testbed.wait import Objects, WaitTimeout, wait_for_objects
 
@@ -99,6 +99,7 @@ USERS = (
     User("kwok", "kwok.kubeconfig", ("system:masters",)),
     User("lws-operator", "operator.kubeconfig"),
     User("lws-upstream", "upstream.kubeconfig"),
+    User("kueue", "kueue.kubeconfig"),
 )
 
 
@@ -120,6 +121,8 @@ class ClusterConfig:
     die_with_parent: bool = True
     # Extra command-line flags per component name (e.g. "kube-apiserver"), appended last.
     extra_args: dict[str, list[str]] = field(default_factory=dict)
+    # Start Kueue's manager too, last (before any pod: its pod webhook fails closed).
+    kueue: kueue.KueueOptions | None = None
 
 
 @dataclass
@@ -168,6 +171,8 @@ class LocalCluster:
         self.ports: dict[str, int] = {}
         self.tokens: dict[str, str] = {}
         self.started_seconds = 0.0
+        self.kueue_files: kueue.KueueFiles | None = None
+        self.kueue_seconds = 0.0
 
     # ---- paths ------------------------------------------------------------------------------
     @property
@@ -207,6 +212,8 @@ class LocalCluster:
             self._wait_http(
                 "kube-scheduler", f"https://127.0.0.1:{self.ports['scheduler']}/healthz", deadline
             )
+            if self.config.kueue is not None:
+                self.start_kueue(self.config.kueue)
         except BaseException:
             self.stop()
             raise
@@ -216,15 +223,7 @@ class LocalCluster:
         """Stop every component (SIGTERM, then SIGKILL), clients before the servers they use,
         so that kube-apiserver does not wait on a stopped etcd; then remove etcd's data."""
         for p in reversed(self.procs):
-            if p.popen.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.popen.pid, signal.SIGTERM)
-            try:
-                p.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.popen.pid, signal.SIGKILL)
-                p.popen.wait(timeout=10)
+            _end(p)
         self.procs.clear()
         shutil.rmtree(self.etcd_dir, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
@@ -273,6 +272,58 @@ class LocalCluster:
             self._wait_http(name, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline)
         elif name == "kube-apiserver":
             self._wait_http(name, f"{self.server}/readyz", deadline, auth=True)
+
+    # ---- Kueue ------------------------------------------------------------------------------
+    def start_kueue(
+        self, options: kueue.KueueOptions, timeout: float = kueue.READY_TIMEOUT
+    ) -> None:
+        """Install Kueue (``options.install_first``, its CRDs, its webhook configurations) and
+        start its manager; return once its webhooks answer through the API server. Raises
+        ClusterError with one line naming the cause."""
+        t0 = time.monotonic()
+        try:
+            kueue.ensure_metrics_certificate()
+            bins = kueue.kueue_dir()
+            if self.kueue_files is None:
+                self.kueue_files = kueue.KueueFiles(
+                    work_dir=self.state_dir / "kueue",
+                    webhook_port=free_port(),
+                    health_port=free_port(),
+                    ca=pki.make_ca("kueue-local-webhook-ca"),
+                )
+            files = self.kueue_files
+            files.write(options)
+            asyncio.run(self._kueue_async(kueue.install, bins, files, options))
+            self._spawn("kueue", files.argv(bins, self.kubeconfig("kueue")))
+            self._write_state()
+            asyncio.run(
+                self._kueue_async(kueue.wait_ready, files, self._check_alive, timeout=timeout)
+            )
+        except kueue.KueueError as e:
+            raise ClusterError(str(e)) from None
+        self.kueue_seconds = time.monotonic() - t0
+
+    def restart_kueue(self, options: kueue.KueueOptions) -> None:
+        """Stop Kueue's manager and start it again with ``options`` (same ports, certificate
+        and webhook configurations), as Kueue's e2e does to change its configuration."""
+        self._end_component("kueue")
+        self.start_kueue(options)
+
+    def stop_kueue(self) -> None:
+        """Stop Kueue's manager and delete its webhook configurations, without which nothing
+        refuses pods any more."""
+        self._end_component("kueue")
+        asyncio.run(self._kueue_async(lambda kube: kueue.remove_webhooks(kube)))
+
+    def _end_component(self, name: str) -> None:
+        for p in [p for p in self.procs if p.name == name]:
+            _end(p)
+            self.procs.remove(p)
+        self._write_state()
+
+    async def _kueue_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        async with await Kube.connect(self.kubeconfig("admin")) as kube:
+            await fn(kube, *args, **kwargs)
 
     # ---- set-up -----------------------------------------------------------------------------
     def _pick_ports(self) -> None:
@@ -622,10 +673,26 @@ class LocalCluster:
             raise ClusterError(str(e)) from None
 
 
+def _end(p: _Proc) -> None:
+    """SIGTERM the component's process group, SIGKILL after 10 s."""
+    if p.popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.popen.pid, signal.SIGTERM)
+    try:
+        p.popen.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.popen.pid, signal.SIGKILL)
+        p.popen.wait(timeout=10)
+
+
 def _death_message(name: str, rc: int, log: Path) -> str:
     text = _tail(log)
     if "address already in use" in text:
         return f"{name} could not bind its port: address already in use (see {log})"
+    if name == "kueue":
+        cause = kueue.failure_cause(log)
+        return f"kueue exited with code {rc} during start-up: {cause}; log: {log}"
     return f"{name} exited with code {rc} during start-up; last lines of {log}:\n{text}"
 
 
