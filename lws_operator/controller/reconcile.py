@@ -439,12 +439,13 @@ class _Pass:
         stale = self.obs.statefulsets.get(leader_name)
         if stale is not None:
             # The previous leader's, whose garbage collection is pending: delete it now so the
-            # new leader's workers need not wait (its deletion wakes us again).
+            # new leader's workers need not wait (its deletion wakes us again). Foreground, as
+            # the garbage collector would: its pods go first (Kueue ungates orphans at once).
             owner = controller_of(stale)
             if not is_deleting(stale) and owner is not None and owner.get("kind") == "Pod":
                 await self.kube.delete(
                     self._path(STS, leader_name),
-                    propagation="Background",
+                    propagation="Foreground",
                     preconditions={"uid": stale["metadata"]["uid"]},
                 )
             elif owner is None or owner.get("kind") != "Pod":
@@ -563,9 +564,10 @@ class _Pass:
 
     async def _recreate(self, plan: Recreate) -> None:
         """Delete the whole group: the leader first (its StatefulSet makes a new one at once),
-        then together the worker StatefulSet (so the new leader's can be created without
-        waiting for the garbage collector) and the worker pods (so they start terminating now).
-        Upstream deletes the leader in the foreground and waits for every dependent to be gone.
+        then together the worker StatefulSet (in the foreground: gone once its pods are, and
+        the new leader's follows without waiting for the garbage collector to find it) and the
+        worker pods (so they start terminating now). Upstream deletes the leader in the
+        foreground and waits for every dependent to be gone.
 
         The leader's deletion is the commit point: if it fails nothing else is touched, so the
         next pass still sees the failure and recreates the whole group (deleting workers first
@@ -574,22 +576,25 @@ class _Pass:
         collector's anyway: a failed deletion of the rest is only logged."""
         pods_path = resource_path("v1", "pods", namespace=self.ns)
         leader = plan.leader
+        # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
+        # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
         rest = []
         if plan.workers is not None:
-            rest.append((self._path(STS, plan.workers["metadata"]["name"]), plan.workers))
+            path = self._path(STS, plan.workers["metadata"]["name"])
+            rest.append((path, plan.workers, "Foreground"))
         rest += [
-            (f"{pods_path}/{p['metadata']['name']}", p)
+            (f"{pods_path}/{p['metadata']['name']}", p, "Background")
             for p in plan.members
             if p is not leader and not is_deleting(p)
         ]
 
-        def delete(path: str, obj: dict[str, Any]) -> Awaitable[Any]:
+        def delete(path: str, obj: dict[str, Any], propagation: str) -> Awaitable[Any]:
             preconditions = {"uid": obj["metadata"]["uid"]}
-            return self.kube.delete(path, propagation="Background", preconditions=preconditions)
+            return self.kube.delete(path, propagation=propagation, preconditions=preconditions)
 
-        await delete(f"{pods_path}/{leader['metadata']['name']}", leader)
-        results = await asyncio.gather(*(delete(p, o) for p, o in rest), return_exceptions=True)
-        for (path, _), result in zip(rest, results, strict=True):
+        await delete(f"{pods_path}/{leader['metadata']['name']}", leader, "Background")
+        results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
+        for (path, _, _), result in zip(rest, results, strict=True):
             if isinstance(result, ApiError):
                 log.warning(
                     "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
