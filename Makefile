@@ -28,7 +28,7 @@ run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until
 
 .PHONY: test
 test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests
-	$(PY) -m pytest tests -m "not reliability_full" $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not reliability_full and not kueue_full" $(PYTEST_ARGS)
 
 ##@ Development
 
@@ -63,6 +63,11 @@ test-unit: $(STAMP) ## Unit and property tests only (no cluster)
 .PHONY: test-reliability
 test-reliability: $(STAMP) cluster-bins-unless-external ## All reliability tests: operator kills, bad input, faults, load (slow)
 	$(PY) -m pytest tests/cluster/reliability $(PYTEST_ARGS)
+
+.PHONY: test-kueue
+test-kueue: $(STAMP) cluster-bins-unless-external ## All Kueue tests, against this operator, then against upstream LWS v0.9.0 (slow)
+	$(PY) -m pytest tests/cluster/kueue $(PYTEST_ARGS)
+	LWS_TEST_KUEUE_CONTROLLER=upstream $(PY) -m pytest tests/cluster/kueue $(PYTEST_ARGS)
 
 .PHONY: test-cluster
 test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.admission_policy import install_documents
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.manifests import Applier, create_namespace
 from lws_testbed.operator_process import OperatorProcess, start_operator
@@ -89,6 +91,17 @@ async def install_lws_api(
         return bool(stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate")
 
     await until(zero_defaulted, timeout=60, what="the mutating admission policy to take effect")
+
+
+def upstream_bins_or_skip() -> Path:
+    """The upstream LWS manager and its CRDs, built when missing. Skips only when Go is not
+    there to build them; any other build failure fails the test."""
+    try:
+        return upstream.upstream_dir()
+    except upstream.UpstreamUnavailable as e:
+        if shutil.which("go") is None:
+            pytest.skip("the upstream LWS manager is not built, and Go is not on PATH to build it")
+        raise AssertionError(str(e)) from None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

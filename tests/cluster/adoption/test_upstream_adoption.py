@@ -17,7 +17,6 @@ module starts a local cluster of its own and does not use the session's ``operat
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
 from lws_testbed.wait import Objects, wait_for_objects
-from tests.cluster.conftest import install_lws_api
+from tests.cluster.conftest import install_lws_api, upstream_bins_or_skip
 from tests.cluster.controller.helpers import (
     condition,
     container,
@@ -70,12 +69,7 @@ NAMES = ("a", "b", "c")
 @pytest.fixture(scope="module")
 def upstream_bins() -> Path:
     """The upstream manager and its CRDs, built when missing; skips when that is impossible."""
-    try:
-        return upstream.upstream_dir()
-    except upstream.UpstreamUnavailable as e:
-        if shutil.which("go") is None:
-            pytest.skip("the upstream LWS manager is not built, and Go is not on PATH to build it")
-        pytest.skip(str(e))
+    return upstream_bins_or_skip()
 
 
 @pytest.fixture(scope="module")
