@@ -46,7 +46,7 @@ from bench.common import REPO, RESULTS, lws_manifest, machine
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
 from lws_testbed.manifests import Applier, load_documents
 from lws_testbed.operator_process import start_operator

@@ -21,7 +21,7 @@ from bench.common import lws_manifest, operated, write_report
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.simulate import restart_container
 from lws_testbed.wait import Objects, wait_for_objects

@@ -222,8 +222,35 @@ def _add_operations_flags(run: argparse.ArgumentParser) -> None:
         "--metrics-bind-address",
         default=None,
         metavar="ADDR",
-        help="where /metrics is served, plain HTTP, [HOST]:PORT or 0 for off "
+        help="where /metrics is served, [HOST]:PORT or 0 for off "
         "(default :8443 in cluster, 0 out of cluster)",
+    )
+    run.add_argument(
+        "--metrics-secure",
+        type=_flag_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="serve /metrics over HTTPS to scrapes whose bearer token may get /metrics "
+        "(TokenReview and SubjectAccessReview; default true); false: plain HTTP, no "
+        "authorization",
+    )
+    run.add_argument(
+        "--metrics-cert-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="serve /metrics with DIR/tls.crt and DIR/tls.key (reloaded when they change), "
+        "made by someone else (OpenShift service CA, cert-manager)",
+    )
+    run.add_argument(
+        "--metrics-service",
+        default=None,
+        metavar="NAME",
+        help="in cluster: the Service in front of /metrics; its certificate is kept in the "
+        "Secret lws-metrics-server-cert (default without --metrics-cert-dir: made in memory "
+        "for the bind address)",
     )
     run.add_argument(
         "--health-probe-bind-address",
@@ -244,6 +271,9 @@ def _operations_options(args: argparse.Namespace) -> dict[str, Any]:
         "renew_deadline": args.leader_elect_renew_deadline,
         "retry_period": args.leader_elect_retry_period,
         "metrics_bind_address": args.metrics_bind_address or (":8443" if in_cluster else "0"),
+        "metrics_secure": args.metrics_secure,
+        "metrics_cert_dir": args.metrics_cert_dir,
+        "metrics_service": args.metrics_service,
         "health_probe_bind_address": args.health_probe_bind_address
         or (":8081" if in_cluster else "0"),
     }

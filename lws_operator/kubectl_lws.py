@@ -37,8 +37,8 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import revision as rev
 from lws_operator.plan.gang import min_resources
-from lws_operator.plan.groups import labels_of, observe_groups, pod_ready
-from lws_operator.plan.rollout import GroupState
+from lws_operator.plan.groups import observe_groups
+from lws_operator.plan.meta import labels_of, pod_ready
 from lws_operator.plan.rollout_sim import format_steps, format_table, simulate_rollout
 
 RECREATE_REASON = "RecreateGroup"
@@ -288,7 +288,7 @@ async def cmd_plan(kube: Kube, ns: str, name: str, new_file: str) -> str:
         new_spec,
         sts_replicas=sts_replicas,
         sts_partition=int(rolling.get("partition") or 0),
-        states=[GroupState(g.ready(size), g.updated(size, key)) for g in groups],
+        states=[(g.ready(size), g.updated(size, key)) for g in groups],
     )
     old_key, new_key = rev.revision_key(old_spec), rev.revision_key(new_spec)
     change = (

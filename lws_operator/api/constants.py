@@ -82,3 +82,7 @@ DNS_LABEL_MAX: Final = 63
 # The StatefulSet controller's revision hash (label controller-revision-hash=<sts>-<hash>) is at
 # most 10 characters: a uint32 printed in decimal, then re-encoded one character per digit.
 STS_REVISION_HASH_MAX: Final = 10
+
+# The field manager of the operator's server-side applies: upstream's, so that taking over its
+# objects changes no ownership.
+FIELD_MANAGER: Final = "lws"

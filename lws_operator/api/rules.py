@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lws_operator.api import constants as c
+from lws_operator.api.intstr import PERCENT_PATTERN, scaled_value
 from lws_operator.api.models import (
     LeaderWorkerSet,
     LeaderWorkerSetSpec,
@@ -63,31 +64,26 @@ def _cel_string(text: str) -> str:
 
 # --- int-or-percent values ------------------------------------------------------------------
 
-# k8s.io/apimachinery IsValidPercent.
-PERCENT_PATTERN = r"^[0-9]+%$"
 # A valid percentage that is at most 100%, leading zeros allowed as strconv.Atoi allows them.
 PERCENT_MAX_100_PATTERN = r"^0*([0-9]{1,2}|100)%$"
 
 
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as CEL and Go do."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def scaled_value(value: int | str, replicas: int, *, round_up: bool) -> int | None:
-    """An int-or-percent scaled against ``replicas`` (intstr.GetScaledValueFromIntOrPercent);
-    None when the value is not a valid percentage of at most 100%."""
+def _scaled_or_none(value: int | str, replicas: int, *, round_up: bool) -> int | None:
+    """:func:`scaled_value` as the CEL rules (:func:`_cel_scaled`) read a value: an int as is
+    (a negative one is refused by a rule of its own), a percentage of at most 100% scaled, and
+    anything else None (refused by the rules above, as negative replicas are)."""
     if isinstance(value, int):
         return value
     if not re.fullmatch(PERCENT_MAX_100_PATTERN, value):
         return None
-    product = replicas * int(value[:-1])
-    return _go_div(product + 99, 100) if round_up else _go_div(product, 100)
+    try:
+        return scaled_value(value, replicas, round_up=round_up)
+    except ValueError:
+        return None
 
 
 def _cel_scaled(v: str, replicas: str, *, round_up: bool) -> str:
-    """CEL of :func:`scaled_value`; -1 stands for None. Policy rules only: on a CRD, string
+    """CEL of :func:`_scaled_or_none`; -1 stands for None. Policy rules only: on a CRD, string
     functions over an int-or-string are costed at the maximum request size, which puts rules
     that parse percentages over the CRD's cost budget."""
     pct = f"int({v}.substring(0, size({v}) - 1))"
@@ -170,7 +166,7 @@ def max_name_length(spec: LeaderWorkerSetSpec) -> int:
 
 def max_group_index(spec: LeaderWorkerSetSpec) -> int:
     replicas = spec.replicas
-    surge = scaled_value(
+    surge = _scaled_or_none(
         spec.rollout_strategy.rolling_update_configuration.max_surge, replicas, round_up=True
     )
     return replicas - 1 + min(surge or 0, replicas)
@@ -236,8 +232,8 @@ def _check_both_zero(lws: LeaderWorkerSet, _old: Any) -> str | None:
     ruc: RollingUpdateConfiguration = lws.spec.rollout_strategy.rolling_update_configuration
     if replicas == 0:
         return None
-    unavailable = scaled_value(ruc.max_unavailable, replicas, round_up=False)
-    surge = scaled_value(ruc.max_surge, replicas, round_up=True)
+    unavailable = _scaled_or_none(ruc.max_unavailable, replicas, round_up=False)
+    surge = _scaled_or_none(ruc.max_surge, replicas, round_up=True)
     return _BOTH_ZERO_MESSAGE if unavailable == 0 and surge == 0 else None
 
 

@@ -1,24 +1,28 @@
 """The operator's view of the cluster, keyed by (namespace, LWS name): the kopf index of
-LeaderWorkerSets, and informers (``informer.py``) of the objects labelled
-``leaderworkerset.sigs.k8s.io/name``.
+LeaderWorkerSets, the informers (``informer.py``) of the objects labelled
+``leaderworkerset.sigs.k8s.io/name``, the nodes, and the worker pods seen deleted.
 
 Watches filter by that label on the server, so the operator neither receives nor keeps other
-pods. Pods and worker StatefulSets are kept as small projections (what the planner reads), which
-bounds memory with thousands of pods; the leader StatefulSet and revisions are kept whole.
+pods. Pods, worker StatefulSets and nodes are kept as projections: subsets of the real objects
+with only what the planners read, every field meaning what it means in the API, which bounds
+memory with thousands of pods; leader StatefulSets and revisions are kept whole.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.controller.informer import Informer, Key
+from lws_operator.controller.informer import DELETED, Informer, Key
+from lws_operator.plan.groups import Group, observe_group
+from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
+from lws_operator.plan.restart import Lost
 
-_POD_STATUS_KEYS = ("phase", "conditions")
-_TPU = c.TPU_RESOURCE_NAME
+# All nodes are kept under this one key.
+NODES: Key = ("", "")
 
 
 def _meta(meta: Mapping[str, Any], *, annotations: bool = True) -> dict[str, Any]:
@@ -31,40 +35,49 @@ def _meta(meta: Mapping[str, Any], *, annotations: bool = True) -> dict[str, Any
     return out
 
 
-def _requests_tpus(spec: Mapping[str, Any]) -> bool:
-    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        resources = container.get("resources") or {}
-        limit = (resources.get("limits") or {}).get(_TPU)
-        request = (resources.get("requests") or {}).get(_TPU)
-        if str(limit if limit is not None else request or "0") not in ("0", ""):
-            return True
-    return False
+def _tpu_resources(containers: Any) -> list[dict[str, Any]]:
+    """The containers with their ``google.com/tpu`` limits and requests only (the leader's
+    decide its workers' ``leader-requests-tpus``); others are left out."""
+    out = []
+    for ctr in containers or []:
+        resources = (ctr or {}).get("resources") or {}
+        kept = {
+            kind: {c.TPU_RESOURCE_NAME: amounts[c.TPU_RESOURCE_NAME]}
+            for kind in ("limits", "requests")
+            if isinstance(amounts := resources.get(kind), dict) and c.TPU_RESOURCE_NAME in amounts
+        }
+        if kept:
+            out.append({"name": ctr.get("name"), "resources": kept})
+    return out
+
+
+def _restart_counts(statuses: Any) -> list[dict[str, Any]]:
+    return [
+        {"name": s.get("name"), "restartCount": s.get("restartCount", 0)}
+        for s in statuses or []
+        if isinstance(s, dict)
+    ]
 
 
 def project_pod(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What the planner needs of a pod: identity, labels, owners, placement, readiness and
-    container restart counts."""
+    """What the planners read of a pod: identity, labels, owners, placement, the TPU requests
+    of its containers, readiness, and container and init-container restart counts."""
     spec = body.get("spec") or {}
     status = body.get("status") or {}
-    restarts = [
-        {"name": s.get("name"), "restartCount": s.get("restartCount", 0)}
-        for key in ("initContainerStatuses", "containerStatuses")
-        for s in status.get(key) or []
-        if isinstance(s, dict)
-    ]
-    return {
-        "metadata": _meta(body.get("metadata") or {}),
-        "spec": {"nodeName": spec.get("nodeName"), "requestsTpus": _requests_tpus(spec)},
-        "status": {
-            **{k: status[k] for k in _POD_STATUS_KEYS if k in status},
-            "containerStatuses": restarts,
-        },
-    }
+    out_spec: dict[str, Any] = {"nodeName": spec.get("nodeName")}
+    for key in ("containers", "initContainers"):
+        if tpus := _tpu_resources(spec.get(key)):
+            out_spec[key] = tpus
+    out_status = {k: status[k] for k in ("phase", "conditions") if k in status}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        if key in status:
+            out_status[key] = _restart_counts(status[key])
+    return {"metadata": _meta(body.get("metadata") or {}), "spec": out_spec, "status": out_status}
 
 
 def project_statefulset(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Leader StatefulSets whole (their spec is compared with what we would apply); worker
-    StatefulSets as identity, replicas and rollout status."""
+    """Leader StatefulSets whole (what the lws field manager applied is compared with what it
+    would apply); worker StatefulSets as identity, replicas and rollout status."""
     meta = body.get("metadata") or {}
     labels = meta.get("labels") or {}
     if meta.get("name") == labels.get(c.SET_NAME_LABEL):
@@ -90,58 +103,138 @@ def project_meta(body: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _meta(body.get("metadata") or {})}
 
 
+def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's name and labels (exclusive placement), and whether it can still finish
+    deleting its pods: its out-of-service taint and Ready condition."""
+    meta = body.get("metadata") or {}
+    taints = [
+        {"key": t.get("key"), "effect": t.get("effect")}
+        for t in (body.get("spec") or {}).get("taints") or []
+        if isinstance(t, dict) and t.get("key") == "node.kubernetes.io/out-of-service"
+    ]
+    ready = [
+        {"type": "Ready", "status": cond.get("status")}
+        for cond in (body.get("status") or {}).get("conditions") or []
+        if isinstance(cond, dict) and cond.get("type") == "Ready"
+    ]
+    return {
+        "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
+        "spec": {"taints": taints},
+        "status": {"conditions": ready},
+    }
+
+
+def node_key(_obj: Mapping[str, Any]) -> Key:
+    return NODES
+
+
+_NONE: Mapping[str, dict[str, Any]] = MappingProxyType({})
+
+
 @dataclass
 class Observed:
-    """Everything the operator knows about one LeaderWorkerSet, by object name."""
+    """Everything the operator knows about one LeaderWorkerSet, by object name. The mappings
+    are live read-only views of the informers' stores (an event replaces an object's
+    projection, never changes it): planners read them by name, or in one synchronous pass,
+    and never change them."""
 
     lws: dict[str, Any] | None
-    statefulsets: dict[str, dict[str, Any]] = field(default_factory=dict)
-    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
-    services: dict[str, dict[str, Any]] = field(default_factory=dict)
-    revisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    statefulsets: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    pods: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    services: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    revisions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     # Gang PodGroups (metadata only); watched only with a gang provider.
-    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    podgroups: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    lost: tuple[Lost, ...] = field(default_factory=tuple)
+    """Worker pods seen deleted and not decided on yet (plan/restart.py)."""
+    groups: list[Group] = field(default_factory=list)
+    """The groups of the leader StatefulSet, by index (plan/groups.py)."""
+    terminating: tuple[dict[str, Any], ...] = ()
+    """The pods with a deletionTimestamp."""
 
 
-def _by_name(objs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {str(o["metadata"]["name"]): dict(o) for o in objs}
+@dataclass
+class _Groups:
+    """The groups of one LWS as last observed, and which need observing again: a pod or
+    worker StatefulSet event changes its own group only, so a reconcile woken by it observes
+    one group, not every pod of the LWS."""
 
-
-# How long a pod deletion is remembered: enough for its group to be recreated.
-LOST_POD_MEMORY = 600.0
+    leader_uid: str | None
+    groups: dict[int, Group] = field(default_factory=dict)
 
 
 class Cache:
     """Read access to the kopf index of LeaderWorkerSets and to the informers of their objects
-    (each kept current from its watch), plus the pods seen deleted recently: a pod deleted
-    without first being seen terminating (force deletion) has left no other trace."""
+    (each kept current from its watch); and the worker pods seen deleted, kept until a
+    reconcile has decided on them (:meth:`settle`) or the LWS is gone."""
 
     def __init__(self) -> None:
         self.indexes: dict[str, Mapping[Key, Iterable[Any]]] = {}
         self.informers: dict[str, list[Informer]] = {}
-        self._lost: dict[Key, dict[str, tuple[str, float]]] = {}
+        self._lost: dict[Key, dict[str, Lost]] = {}
+        self._groups: dict[Key, _Groups] = {}
+        self._terminating: dict[Key, set[str]] = {}
 
-    def pod_deleted(self, key: Key, body: Mapping[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        owner = next(
-            (r.get("uid") for r in meta.get("ownerReferences") or [] if r.get("controller")), None
-        )
-        if owner:
-            self._lost.setdefault(key, {})[str(meta.get("name"))] = (str(owner), time.monotonic())
+    def changed(self, store: str, kind: str, key: Key, body: Mapping[str, Any]) -> None:
+        """An informer's event: remember a deleted worker pod, keep the terminating pods, and
+        forget the observation of the group the object belongs to."""
+        if store == "lws_pods":
+            name = name_of(body)
+            terminating = self._terminating.setdefault(key, set())
+            if kind != DELETED and is_deleting(body):
+                terminating.add(name)
+            else:
+                terminating.discard(name)
+            if kind == DELETED and (lost := Lost.of(body)) is not None:
+                self._lost.setdefault(key, {})[lost.uid] = lost
+        elif store != "lws_statefulsets" or name_of(body) == key[1]:
+            return  # a leader StatefulSet's own changes alter no group (its uid is checked)
+        index = labels_of(body).get(c.GROUP_INDEX_LABEL, "")
+        memo = self._groups.get(key)
+        if memo is None:
+            return
+        if index.isdigit():
+            memo.groups.pop(int(index), None)
+        else:
+            memo.groups.clear()  # no group label (not through our webhook): observe all again
+
+    def _observe_groups(
+        self, key: Key, statefulsets: Mapping[str, dict[str, Any]], pods: Mapping[str, Any]
+    ) -> list[Group]:
+        leader_sts = statefulsets.get(key[1])
+        leader_uid = uid_of(leader_sts) if leader_sts is not None else None
+        memo = self._groups.get(key)
+        if memo is None or memo.leader_uid != leader_uid:
+            memo = self._groups[key] = _Groups(leader_uid)
+        out = []
+        for index in range(statefulset_replicas(leader_sts)):
+            group = memo.groups.get(index)
+            if group is None:
+                group = memo.groups[index] = observe_group(
+                    index,
+                    lws_name=key[1],
+                    leader_sts_uid=leader_uid,
+                    pods=pods,
+                    statefulsets=statefulsets,
+                )
+            out.append(group)
+        return out
+
+    def settle(self, key: Key, uids: Iterable[str]) -> None:
+        """Forget Lost pods that a reconcile has decided on."""
+        if (records := self._lost.get(key)) is None:
+            return
+        for uid in uids:
+            records.pop(uid, None)
+        if not records:
+            del self._lost[key]
 
     def forget(self, key: Key) -> None:
         """Drop what is remembered of an LWS that is gone."""
         self._lost.pop(key, None)
-
-    def lost_pods(self, key: Key) -> list[tuple[str, str]]:
-        """(name, controller owner uid) of this LWS's pods deleted in the last minutes."""
-        pods = self._lost.get(key, {})
-        horizon = time.monotonic() - LOST_POD_MEMORY
-        for name in [n for n, (_, at) in pods.items() if at < horizon]:
-            del pods[name]
-        if not pods:
-            self._lost.pop(key, None)
-        return [(name, owner) for name, (owner, _) in pods.items()]
+        self._groups.pop(key, None)
+        self._terminating.pop(key, None)
 
     def bind(self, indexes: Mapping[str, Any]) -> None:
         self.indexes = dict(indexes)
@@ -158,20 +251,38 @@ class Cache:
     def synced(self) -> bool:
         return all(i.synced.is_set() for group in self.informers.values() for i in group)
 
-    def _get(self, name: str, key: Key) -> list[Any]:
-        if name in self.informers:
-            return [o for i in self.informers[name] for o in i.get(key)]
-        return list(self.indexes.get(name, {}).get(key, ()))
+    def _get(self, name: str, key: Key) -> Mapping[str, dict[str, Any]]:
+        """The objects kept for ``key``: a live read-only view (no copy per reconcile)."""
+        informers = self.informers.get(name, [])
+        if len(informers) == 1:
+            return informers[0].get(key)
+        merged: dict[str, dict[str, Any]] = {}  # one informer per namespace served
+        for informer in informers:
+            merged.update(informer.get(key))
+        return merged
+
+    def nodes(self) -> Mapping[str, dict[str, Any]]:
+        """The nodes, by name: a live read-only view (planners look nodes up by name)."""
+        informers = self.informers.get("nodes", [])
+        return informers[0].get(NODES) if informers else _NONE
 
     def observe(self, key: Key) -> Observed:
-        lws = self._get("lws_objects", key)
+        lws = list(self.indexes.get("lws_objects", {}).get(key, ()))
+        statefulsets = self._get("lws_statefulsets", key)
+        pods = self._get("lws_pods", key)
         return Observed(
             lws=dict(lws[0]) if lws else None,
-            statefulsets=_by_name(self._get("lws_statefulsets", key)),
-            pods=_by_name(self._get("lws_pods", key)),
-            services=_by_name(self._get("lws_services", key)),
-            revisions=_by_name(self._get("lws_revisions", key)),
-            podgroups=_by_name(self._get("lws_podgroups", key)),
+            statefulsets=statefulsets,
+            pods=pods,
+            services=self._get("lws_services", key),
+            revisions=self._get("lws_revisions", key),
+            podgroups=self._get("lws_podgroups", key),
+            nodes=self.nodes(),
+            lost=tuple(self._lost.get(key, {}).values()),
+            groups=self._observe_groups(key, statefulsets, pods),
+            terminating=tuple(
+                pods[name] for name in self._terminating.get(key, ()) if name in pods
+            ),
         )
 
     def keys(self) -> list[Key]:

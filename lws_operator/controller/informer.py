@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from lws_operator.api import constants as c
@@ -21,11 +22,19 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, LWS name)
 Projection = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+KeyOf = Callable[[Mapping[str, Any]], Key | None]
 # Called for every change of an object that projects: (event type, key, object or projection).
 OnChange = Callable[[str, Key, Mapping[str, Any]], None]
 
 DELETED = "DELETED"
 _MAX_BACKOFF = 30.0
+
+
+def lws_key(obj: Mapping[str, Any]) -> Key | None:
+    """(namespace, LWS name) from the ``leaderworkerset.sigs.k8s.io/name`` label."""
+    meta = obj.get("metadata") or {}
+    owner = (meta.get("labels") or {}).get(c.SET_NAME_LABEL)
+    return (str(meta.get("namespace") or ""), str(owner)) if owner else None
 
 
 class Informer:
@@ -36,7 +45,8 @@ class Informer:
         projection: Projection,
         on_change: OnChange,
         *,
-        label_selector: str = c.SET_NAME_LABEL,
+        label_selector: str | None = c.SET_NAME_LABEL,
+        key_of: KeyOf = lws_key,
         watch_timeout: int = 300,
     ) -> None:
         self.kube = kube
@@ -44,13 +54,15 @@ class Informer:
         self.projection = projection
         self.on_change = on_change
         self.label_selector = label_selector
+        self.key_of = key_of
         self.watch_timeout = watch_timeout
         self.synced = asyncio.Event()
         self._items: dict[Key, dict[str, dict[str, Any]]] = {}
         self._where: dict[tuple[str, str], Key] = {}  # (namespace, name) -> its key
 
-    def get(self, key: Key) -> Iterator[dict[str, Any]]:
-        return iter(self._items.get(key, {}).values())
+    def get(self, key: Key) -> Mapping[str, dict[str, Any]]:
+        """The projections kept for ``key``, by object name: a read-only view, not a copy."""
+        return MappingProxyType(self._items.get(key, _EMPTY))
 
     def __len__(self) -> int:
         return len(self._where)
@@ -59,10 +71,9 @@ class Informer:
         """One watch event: update the store, then tell ``on_change``."""
         meta = obj.get("metadata") or {}
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        owner = (meta.get("labels") or {}).get(c.SET_NAME_LABEL)
-        value = self.projection(obj) if owner else None
+        key = self.key_of(obj)
+        value = self.projection(obj) if key is not None else None
         old_key = self._drop((ns, name))
-        key = (ns, str(owner)) if owner else None
         if value is not None and key is not None and kind != DELETED:
             self._items.setdefault(key, {})[name] = value
             self._where[(ns, name)] = key
@@ -144,6 +155,9 @@ class Informer:
         log.warning("watch of %s failed (%s); re-listing in %.1fs", self.path, error, backoff)
         await asyncio.sleep(backoff)
         return backoff
+
+
+_EMPTY: dict[str, dict[str, Any]] = {}
 
 
 def _rv(obj: Mapping[str, Any]) -> str:

@@ -3,7 +3,8 @@
 The series copy controller-runtime's names, labels and buckets (``controller_runtime_*``,
 ``workqueue_*``, ``leader_election_master_status``), so the dashboards and alerts written for
 upstream LWS's manager work unchanged; the LWS-specific series are prefixed ``lws_``. Served as
-plain HTTP (upstream serves HTTPS with token authorization; see docs/operations.md).
+upstream serves them: HTTPS, each scrape authorized by a token (:mod:`.metrics_auth`); plain
+HTTP without authorization only when asked for (``--metrics-secure=false``).
 
 Reconcile code reports through :class:`ReconcileMetrics` — one call where a group is
 recreated, one where the status is computed — and :class:`NoMetrics` is its silent stand-in.
@@ -11,11 +12,14 @@ recreated, one where the status is computed — and :class:`NoMetrics` is its si
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -31,9 +35,13 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from lws_operator.controller import certs
+from lws_operator.controller.external_certs import CertFiles
 from lws_operator.controller.logs import reconciling
+from lws_operator.controller.metrics_auth import Review, ScrapeAuthorizer
 from lws_operator.controller.queue import Handler, WorkQueue
-from lws_operator.plan.status import ObservedGroup
+from lws_operator.kube.client import Kube
+from lws_operator.plan.groups import Group
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +64,9 @@ class ReconcileMetrics(Protocol):
         self,
         namespace: str,
         name: str,
-        groups: Sequence[ObservedGroup],
+        groups: Sequence[Group],
+        key: str,
+        size: int,
         desired: int,
         rollout_done: bool,
     ) -> None: ...
@@ -74,7 +84,9 @@ class NoMetrics:
         self,
         namespace: str,
         name: str,
-        groups: Sequence[ObservedGroup],
+        groups: Sequence[Group],
+        key: str,
+        size: int,
         desired: int,
         rollout_done: bool,
     ) -> None:
@@ -84,12 +96,12 @@ class NoMetrics:
         pass
 
 
-def group_state(g: ObservedGroup) -> str:
-    """One state per group: not yet on the current revision is ``updating``; else ``ready``
-    when its leader and workers are ready; else ``not_ready``."""
-    if not (g.leader_updated and g.workers_updated):
+def group_state(g: Group, key: str, size: int) -> str:
+    """One state per group: not yet on the current revision ``key`` is ``updating``; else
+    ``ready`` when its leader and workers are ready; else ``not_ready``."""
+    if not g.updated(size, key):
         return "updating"
-    return "ready" if g.leader_ready and g.workers_present and g.workers_ready else "not_ready"
+    return "ready" if g.ready(size) else "not_ready"
 
 
 class _QueueCollector(Collector):
@@ -252,16 +264,20 @@ class Metrics:
         self,
         namespace: str,
         name: str,
-        groups: Sequence[ObservedGroup],
+        groups: Sequence[Group],
+        key: str,
+        size: int,
         desired: int,
         rollout_done: bool,
     ) -> None:
+        """``groups`` are those of the leader StatefulSet; a missing leader is not counted."""
         counts = dict.fromkeys(GROUP_STATES, 0)
-        for g in groups:
-            counts[group_state(g)] += 1
+        present = [g for g in groups if g.leader is not None]
+        for g in present:
+            counts[group_state(g, key, size)] += 1
         for state, n in counts.items():
             self.groups.labels(namespace, name, state).set(n)
-        updated = sum(1 for g in groups if g.leader_updated and g.workers_updated)
+        updated = sum(1 for g in present if g.updated(size, key))
         self.rollout_desired.labels(namespace, name).set(desired)
         self.rollout_updated.labels(namespace, name).set(updated)
         self.rollout_in_progress.labels(namespace, name).set(0 if rollout_done else 1)
@@ -297,12 +313,19 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
 
 
 class HttpEndpoint:
-    """One small aiohttp server (metrics, or health probes)."""
+    """One small aiohttp server (metrics, or health probes), over TLS when given ``tls``."""
 
-    def __init__(self, name: str, bind: tuple[str, int], routes: Sequence[web.RouteDef]) -> None:
+    def __init__(
+        self,
+        name: str,
+        bind: tuple[str, int],
+        routes: Sequence[web.RouteDef],
+        tls: certs.ServerTLS | None = None,
+    ) -> None:
         self.name = name
         self.host, self.port = bind
         self.routes = routes
+        self.tls = tls
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
@@ -310,24 +333,118 @@ class HttpEndpoint:
         app.add_routes(self.routes)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        ssl_context = self.tls.context if self.tls is not None else None
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
-        log.info("%s serving on http://%s:%d", self.name, self.host, self.port)
+        scheme = "https" if self.tls is not None else "http"
+        log.info("%s serving on %s://%s:%d", self.name, scheme, self.host, self.port)
         return self.port
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.tls is not None:
+            self.tls.close()
 
 
-def metrics_endpoint(metrics: Metrics, bind: tuple[str, int]) -> HttpEndpoint:
-    async def serve(_: web.Request) -> web.Response:
-        body = metrics.exposition()
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+@dataclass(frozen=True)
+class MetricsServing:
+    """How ``/metrics`` is served (the ``--metrics-*`` flags)."""
 
-    return HttpEndpoint("metrics", bind, [web.get("/metrics", serve)])
+    # [HOST]:PORT, or "0" for off.
+    address: str = "0"
+    # HTTPS with token authorization; False: plain HTTP, anyone may scrape.
+    secure: bool = True
+    # Serve DIR/tls.crt and DIR/tls.key, made by someone else (re-read when they change).
+    cert_dir: Path | None = None
+    # Else, in cluster: the Service in front of the metrics port; the certificate is kept in
+    # the Secret lws-metrics-server-cert of ``namespace``. None: made in memory for the bind
+    # address (out of cluster).
+    service: str | None = None
+    namespace: str = "lws-system"
+
+
+class MetricsEndpoint(HttpEndpoint):
+    """``/metrics`` as :class:`MetricsServing` says, with its certificate kept valid."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        bind: tuple[str, int],
+        serving: MetricsServing,
+        kube: Kube | None,
+    ) -> None:
+        self.serving = serving
+        self.kube = kube
+        authorizer = None
+        tls = None
+        if serving.secure:
+            if kube is None:
+                raise ValueError("secure metrics need an API client for token reviews")
+            authorizer = ScrapeAuthorizer(_review(kube))
+            tls = certs.ServerTLS("metrics")
+
+        async def serve(request: web.Request) -> web.Response:
+            if authorizer is not None:
+                decision = await authorizer.decide(
+                    request.headers.get("Authorization"), request.method, request.path
+                )
+                if decision.status != 200:
+                    return web.Response(status=decision.status, text=decision.message + "\n")
+            body = metrics.exposition()
+            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+        super().__init__("metrics", bind, [web.get("/metrics", serve)], tls)
+        self._files: CertFiles | None = None
+        self._keeping: asyncio.Task[None] | None = None
+
+    async def start(self) -> int:
+        if self.tls is not None:
+            await self._load_certificate(self.tls)
+        return await super().start()
+
+    async def _load_certificate(self, tls: certs.ServerTLS) -> None:
+        if self.serving.cert_dir is not None:
+            self._files = CertFiles(self.serving.cert_dir, tls.load_pem, "metrics")
+            self._files.start()
+            return
+        assert self.kube is not None
+        keeper = certs.CertKeeper(
+            self.kube,
+            namespace=self.serving.namespace,
+            service=self.serving.service,
+            secret_name=certs.METRICS_SECRET_NAME,
+            # A wildcard bind address is scraped through the loopback address.
+            host="127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host,
+            ca_name="lws-metrics-ca",
+        )
+        cert = await keeper.current()
+        tls.load(cert)
+
+        async def reload(fresh: certs.ServingCert) -> None:
+            tls.load(fresh)
+
+        self._keeping = asyncio.create_task(keeper.keep(cert, reload), name="metrics-certificate")
+
+    async def stop(self) -> None:
+        if self._keeping is not None:
+            self._keeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeping
+            self._keeping = None
+        if self._files is not None:
+            await self._files.stop()
+        await super().stop()
+
+
+def _review(kube: Kube) -> Review:
+    async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        # controller-runtime's TokenAccessReviewTimeout.
+        return await kube.request("POST", path, body=body, request_timeout=10)
+
+    return post
 
 
 def health_endpoint(
@@ -352,18 +469,19 @@ def health_endpoint(
 
 
 async def serve_endpoints(
-    metrics_address: str,
+    serving: MetricsServing,
     health_address: str,
     metrics: Metrics,
     checks: Callable[[], Iterator[tuple[str, bool]]],
+    kube: Kube | None = None,
 ) -> list[HttpEndpoint]:
     """Start the metrics and health endpoints that are enabled; returns them (to stop)."""
     started: list[HttpEndpoint] = []
-    metrics_bind = parse_bind_address(metrics_address)
+    metrics_bind = parse_bind_address(serving.address)
     health_bind = parse_bind_address(health_address)
     try:
         if metrics_bind is not None:
-            started.append(metrics_endpoint(metrics, metrics_bind))
+            started.append(MetricsEndpoint(metrics, metrics_bind, serving, kube))
             await started[-1].start()
         if health_bind is not None:
             started.append(health_endpoint(health_bind, checks))

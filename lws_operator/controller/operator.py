@@ -1,11 +1,19 @@
 """``lws-operator run``: the operator process.
 
-kopf watches LeaderWorkerSets and keeps them in an index; informers (``informer.py``) list and
-watch the objects labelled ``leaderworkerset.sigs.k8s.io/name`` (server-side label selector)
-and keep projections of them. Every event only wakes the reconcile of the LWS it belongs to,
-through a work queue. The pod webhook is served from the same event
-loop. Nothing is written to user objects for bookkeeping: kopf's change-detection annotations,
-finalizers and log-events are not used.
+What kopf owns: the LeaderWorkerSet watch (an index of LWS objects, and an event handler that
+wakes the LWS), the login and the process lifecycle (start-up, signals, stop). What the
+operator's own informers (``informer.py``) own: the LWS's children (StatefulSets, pods,
+Services, ControllerRevisions, PodGroups, found by the ``leaderworkerset.sigs.k8s.io/name``
+label on the server) and the nodes, kept as projections in the cache. kopf's per-object
+machinery for every pod event was most of the CPU; an informer event costs one projection.
+Every event only wakes the reconcile of its LWS, through a work queue. The pod webhook is
+served from the same event loop.
+
+Two kopf features are switched off because they cost something on every LWS event and the
+operator has no use for them: the diff base (a deep copy of each object for change-detection
+handlers: it has none) and the posting of kopf's log lines as Events (the operator's Events are
+upstream's). Nothing is written to user objects for bookkeeping: no kopf annotations or
+finalizers.
 """
 
 from __future__ import annotations
@@ -25,15 +33,17 @@ from lws_operator.api import constants as c
 from lws_operator.controller import certs, webhook
 from lws_operator.controller.cache import (
     Cache,
+    node_key,
     project_meta,
+    project_node,
     project_pod,
     project_revision,
     project_statefulset,
 )
 from lws_operator.controller.external_certs import ExternalCertKeeper
-from lws_operator.controller.informer import DELETED, Informer, Key
+from lws_operator.controller.informer import Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
-from lws_operator.controller.metrics import Metrics, serve_endpoints
+from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
 from lws_operator.kube.client import Kube
@@ -74,6 +84,12 @@ class OperatorConfig:
     # HOST:PORT or :PORT of /metrics and of /healthz and /readyz; "0" disables.
     metrics_bind_address: str = "0"
     health_probe_bind_address: str = "0"
+    # /metrics over HTTPS with token authorization (else plain HTTP, open to anyone); its
+    # certificate from this directory, else kept in a Secret for this Service (in cluster),
+    # else made in memory.
+    metrics_secure: bool = True
+    metrics_cert_dir: Path | None = None
+    metrics_service: str | None = None
 
 
 # (store name, API group, version, plural, projection), watched by informers with a server-side
@@ -98,8 +114,8 @@ def _children(config: OperatorConfig) -> tuple[Any, ...]:
 
 class _NoDiffBase(kopf.DiffBaseStorage):
     """kopf builds a "diff base" (a deep copy of the essence) of every object on every event,
-    for change-detection handlers; the operator has none (only event and index handlers), so
-    it keeps and writes nothing."""
+    even without change-detection handlers; the operator has none (only event and index
+    handlers), so it builds, keeps and writes nothing."""
 
     def build(self, *, body: Any, extra_fields: Any = None) -> Any:
         return {}
@@ -148,16 +164,31 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
     return reg
 
 
+def node_informer(kube: Kube) -> Informer:
+    """All nodes, as projections (``cache.project_node``); their events wake nothing."""
+    return Informer(
+        kube,
+        resource_path("v1", "nodes"),
+        project_node,
+        lambda *_: None,
+        label_selector=None,
+        key_of=node_key,
+    )
+
+
 def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
-    with ``cache``; each event wakes its LWS, and a deleted pod is remembered."""
-    out = []
+    with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
+    exclusive placement and lost-node detection), whose events wake nothing: what needs a node
+    waits on its pod's events, or on a timer."""
+    nodes = node_informer(kube)
+    cache.add_informer("nodes", nodes)
+    out = [nodes]
     for name, group, version, plural, projection in _children(config):
         api_version = f"{group}/{version}" if group else version
 
-        def on_change(kind: str, key: Key, obj: Any, _pods: bool = plural == "pods") -> None:
-            if _pods and kind == DELETED:
-                cache.pod_deleted(key, obj)
+        def on_change(kind: str, key: Key, obj: Any, _store: str = name) -> None:
+            cache.changed(_store, kind, key, obj)
             queue.add(key)
 
         for ns in config.namespaces or (None,):
@@ -179,17 +210,15 @@ class WebhookKeeper:
         self.server = webhook.WebhookServer(
             config.webhook_bind_host, config.webhook_port, config.gang_provider
         )
-        self._task: asyncio.Task[None] | None = None
-
-    async def _certificate(self, previous: certs.ServingCert | None) -> certs.ServingCert:
-        if self.config.webhook_service is None:
-            host = self.config.webhook_bind_host
-            if previous is not None and certs.usable(previous, ()):
-                return previous
-            return certs.issue(dns_names=("localhost",), ip_addresses=(host,), previous=previous)
-        return await certs.ensure_secret_cert(
-            self.kube, namespace=self.config.namespace, service=self.config.webhook_service
+        self.certs = certs.CertKeeper(
+            kube,
+            namespace=config.namespace,
+            service=config.webhook_service,
+            secret_name=certs.SECRET_NAME,
+            host=config.webhook_bind_host,
+            ca_name="lws-webhook-ca",
         )
+        self._task: asyncio.Task[None] | None = None
 
     async def _publish(self, cert: certs.ServingCert) -> None:
         self.server.load(cert)
@@ -202,40 +231,13 @@ class WebhookKeeper:
         await webhook.register(self.kube, webhook.webhook_configuration(client, cert.ca_bundle))
 
     async def start(self) -> None:
-        cert = await self._certificate(None)
+        cert = await self.certs.current()
         self.server.load(cert)
         await self.server.start()
         await self._publish(cert)
-        self._task = asyncio.create_task(self._keep(cert), name="webhook-certificate")
-
-    async def _keep(self, cert: certs.ServingCert) -> None:
-        """Renew when due; in cluster, also follow the Secret when another replica renews it."""
-        while True:
-            wait = max(1.0, (cert.renew_at() - certs._now()).total_seconds())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._secret_changed(cert), timeout=wait)
-            try:
-                fresh = await self._certificate(cert)
-            except Exception:
-                log.exception("renewing the webhook certificate failed; retrying in 60s")
-                await asyncio.sleep(60)
-                continue
-            if fresh != cert:
-                await self._publish(fresh)
-                cert = fresh
-
-    async def _secret_changed(self, cert: certs.ServingCert) -> None:
-        """Return when the certificate Secret no longer holds ``cert`` (never, out of cluster)."""
-        if self.config.webhook_service is None:
-            await asyncio.Event().wait()
-            return
-        path = resource_path("v1", "secrets", namespace=self.config.namespace)
-        selector = f"metadata.name={certs.SECRET_NAME}"
-        while True:
-            async for _kind, obj in self.kube.watch(path, field_selector=selector):
-                current = certs._from_secret(obj)
-                if current is not None and current.leaf != cert.leaf:
-                    return
+        self._task = asyncio.create_task(
+            self.certs.keep(cert, self._publish), name="webhook-certificate"
+        )
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -252,8 +254,9 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     kube = await Kube.connect(config.kubeconfig, user_agent=USER_AGENT)
     cache = Cache()
     metrics = Metrics()
+    recorder = EventRecorder(kube)
     reconciler = Reconciler(
-        kube, cache, EventRecorder(kube), metrics=metrics, gang_provider=config.gang_provider
+        kube, cache, recorder, metrics=metrics, gang_provider=config.gang_provider
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
     metrics.watch_queue(queue)
@@ -271,7 +274,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         for i in informers(kube, cache, queue, config)
     ]
     endpoints = await serve_endpoints(
-        config.metrics_bind_address,
+        MetricsServing(
+            address=config.metrics_bind_address,
+            secure=config.metrics_secure,
+            cert_dir=config.metrics_cert_dir,
+            service=config.metrics_service,
+            namespace=config.namespace,
+        ),
         config.health_probe_bind_address,
         metrics,
         lambda: iter(
@@ -280,6 +289,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
                 ("informers", kopf_ready.is_set() and cache.synced()),
             ]
         ),
+        kube,
     )
     await keeper.start()
     log.info("pod webhook serving on %s:%d", config.webhook_bind_host, keeper.server.port)
@@ -300,6 +310,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         lambda leading: metrics.leader.labels(LEASE_NAME).set(int(leading)),
     )
     leadership.start()
+    recorder.start()
     try:
         await kopf.operator(
             registry=registry(cache, queue, config),
@@ -316,6 +327,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             task.cancel()
         await asyncio.gather(*watching, return_exceptions=True)
         await leadership.stop()
+        await recorder.stop()
         await keeper.stop()
         for endpoint in endpoints:
             await endpoint.stop()

@@ -11,17 +11,14 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import ssl
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from lws_operator.api import constants as c
-from lws_operator.controller.certs import ServingCert
+from lws_operator.controller.certs import ServerTLS, ServingCert
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.plan.jsonpatch import admission_patch
 from lws_operator.plan.pod_mutation import PodMutationError, mutate_pod
@@ -66,23 +63,16 @@ class WebhookServer:
         self.denied = 0
         # Called with (path, HTTP status, seconds) after each request (metrics).
         self.on_request: Callable[[str, int, float], None] | None = None
-        self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self._ssl.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.tls = ServerTLS("webhook")
         self._runner: web.AppRunner | None = None
-        self._dir = tempfile.TemporaryDirectory(prefix="lws-webhook-")
 
     def load(self, cert: ServingCert) -> None:
         """Serve ``cert`` to every new connection from now on."""
-        self.load_pem(cert.leaf.cert_pem, cert.leaf.key_pem)
+        self.tls.load(cert)
 
     def load_pem(self, cert_pem: bytes, key_pem: bytes) -> None:
         """Serve this certificate (chain) and key to every new connection from now on."""
-        d = Path(self._dir.name)
-        (d / "tls.crt").write_bytes(cert_pem)
-        key = d / "tls.key"
-        key.write_bytes(key_pem)
-        key.chmod(0o600)
-        self._ssl.load_cert_chain(d / "tls.crt", key)
+        self.tls.load_pem(cert_pem, key_pem)
 
     async def _mutate(self, request: web.Request) -> web.Response:
         start = time.perf_counter()
@@ -122,7 +112,7 @@ class WebhookServer:
         app.router.add_post(POD_WEBHOOK_PATH, self._mutate)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.tls.context)
         await site.start()
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
@@ -132,7 +122,7 @@ class WebhookServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        self._dir.cleanup()
+        self.tls.close()
 
 
 def client_config_url(host: str, port: int) -> dict[str, Any]:

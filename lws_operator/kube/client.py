@@ -17,9 +17,11 @@ import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
+from lws_operator.api import constants as c
+
 JsonObj = dict[str, Any]
 
-FIELD_MANAGER = "lws"
+FIELD_MANAGER = c.FIELD_MANAGER
 
 _CONTENT_TYPES = {
     "merge": "application/merge-patch+json",

@@ -24,6 +24,7 @@ from typing import Any, Final
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, StartupPolicy
 from lws_operator.plan import names, placement
+from lws_operator.plan.events import CREATE, FAILED_CREATE, Event, warning
 from lws_operator.plan.meta import controller_ref
 from lws_operator.plan.pod_mutation import GANG_PROVIDER_KUBERNETES, GANG_PROVIDER_VOLCANO
 from lws_operator.plan.quantity import Quantity, add_all, max_into, parse
@@ -37,6 +38,14 @@ _POD_LEVEL = ("cpu", "memory")
 _HUGEPAGES = "hugepages-"
 
 _API = {GANG_PROVIDER_KUBERNETES: NATIVE_API, GANG_PROVIDER_VOLCANO: VOLCANO_API}
+# A PodGroup API that is not served yet (its CRD installed later) is tried again this often.
+CREATE_RETRY = 30.0
+
+
+def creation_failed(name: str, api: str, status: int, message: str) -> Event:
+    """The Warning for a PodGroup the API server refused; a 404 is most likely its API."""
+    hint = f" (is the {api} PodGroup API served?)" if status == 404 else ""
+    return warning(FAILED_CREATE, CREATE, f"Failed to create PodGroup {name}: {message}{hint}")
 
 
 def api_version(provider: str) -> str:

@@ -1,8 +1,34 @@
-"""Object metadata shared by everything the operator creates: owner references."""
+"""Reading and writing the parts every Kubernetes object shares: labels, annotations, deletion,
+owner references; and the few status facts read from pods and StatefulSets everywhere.
+
+Objects are plain dicts as the API server sends them; any field may be missing or null."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+
+def labels_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
+    labels = ((obj or {}).get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def annotations_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def uid_of(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
+
+
+def name_of(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("name") or "")
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -18,7 +44,7 @@ def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str
     }
 
 
-def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
+def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """The controller owner reference of ``obj``, if any."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
@@ -26,6 +52,35 @@ def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def is_controlled_by(obj: dict[str, Any], uid: str) -> bool:
+def is_controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
     ref = controller_of(obj)
     return ref is not None and ref.get("uid") == uid
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Running with condition Ready=True."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    return any(
+        isinstance(cond, dict) and cond.get("type") == "Ready" and cond.get("status") == "True"
+        for cond in status.get("conditions") or []
+    )
+
+
+def statefulset_ready(sts: Mapping[str, Any]) -> bool:
+    """All replicas available and no rollout of its own in progress (upstream's rule)."""
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    return (spec.get("replicas") or 0) == (status.get("availableReplicas") or 0) and status.get(
+        "currentRevision"
+    ) == status.get("updateRevision")
+
+
+def statefulset_replicas(sts: Mapping[str, Any] | None) -> int:
+    return int(((sts or {}).get("spec") or {}).get("replicas") or 0)
+
+
+def statefulset_partition(sts: Mapping[str, Any] | None) -> int:
+    """``spec.updateStrategy.rollingUpdate.partition`` (0 when unset)."""
+    strategy = ((sts or {}).get("spec") or {}).get("updateStrategy") or {}
+    return int((strategy.get("rollingUpdate") or {}).get("partition") or 0)

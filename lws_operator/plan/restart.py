@@ -5,22 +5,30 @@ deleted pod anywhere in it recreates every pod of the group, with the same names
 ``RecreateGroupAfterStart`` waits while the group is incomplete or a pod is Pending. ``None``
 (and the deprecated ``Default``) leave each pod to its StatefulSet.
 
-Only the group's current pods count: the leader, and the worker pods of the worker StatefulSet
-that this leader owns. Pods of a previous incarnation, still terminating after a recreation,
-never trigger another one (upstream #805).
+Only the group's current incarnation counts (plan/groups.py): pods of a previous one, still
+terminating after a recreation, never trigger another (upstream #805).
+
+A pod deleted at once (force-deleted, or gone before any reconcile saw it terminating) leaves
+no trace in the observed pods: its replacement has the same name. Its DELETED watch event is
+kept as a :class:`Lost` pod until the group it belonged to has been decided on: it breaks that
+incarnation (and is settled by its recreation), or is dropped as upstream drops the event in
+hand: when the group is still starting under ``RecreateGroupAfterStart``, when the incarnation
+is already gone, when the policy does not recreate groups.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
-from lws_operator.plan.groups import Group, is_deleting, labels_of
-from lws_operator.plan.meta import controller_of
+from lws_operator.plan import names
+from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warning
+from lws_operator.plan.groups import Group, Obj
+from lws_operator.plan.meta import controller_of, is_deleting, labels_of, name_of, uid_of
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
 # has lost its kubelet: nothing will ever finish deleting it (upstream #508).
@@ -28,19 +36,54 @@ STUCK_AFTER = datetime.timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
+class Lost:
+    """A worker pod seen deleted (its DELETED watch event), with what identifies the group
+    incarnation it belonged to."""
+
+    name: str
+    uid: str
+    owner_uid: str
+    """Its controller: the worker StatefulSet of one incarnation."""
+    group_index: str
+    revision: str
+
+    @classmethod
+    def of(cls, pod: Obj) -> Lost | None:
+        """The record of a deleted pod, if it was a worker pod (a leader's deletion already
+        starts a new incarnation: its leader StatefulSet makes a new leader at once)."""
+        labels = labels_of(pod)
+        owner = controller_of(pod)
+        if labels.get(c.WORKER_INDEX_LABEL) in (None, "0") or owner is None:
+            return None
+        return cls(
+            name=name_of(pod),
+            uid=uid_of(pod),
+            owner_uid=str(owner.get("uid") or ""),
+            group_index=labels.get(c.GROUP_INDEX_LABEL, ""),
+            revision=labels.get(c.REVISION_KEY, ""),
+        )
+
+
+@dataclass(frozen=True)
 class Recreate:
     """Recreate group ``index``: delete its leader and its worker StatefulSet and pods."""
 
     index: int
-    leader: dict[str, Any]
-    workers: dict[str, Any] | None
-    members: tuple[dict[str, Any], ...]
+    leader: Obj
+    workers: Obj | None
+    members: tuple[Obj, ...]
     culprit: str  # the pod that failed
     why: str  # "restarted", "failed" or "deleted"
+    lost: frozenset[str] = frozenset()
+    """Uids of the Lost pods this recreation settles."""
+
+    @property
+    def event(self) -> Event:
+        return normal(RECREATE_GROUP, DELETE, self.note)
 
     @property
     def note(self) -> str:
-        leader = self.leader["metadata"]["name"]
+        leader = name_of(self.leader)
         group = labels_of(self.leader).get(c.GROUP_INDEX_LABEL, str(self.index))
         role = "Leader" if self.culprit == leader else "Worker"
         # Upstream's wording, kept for tools that match on it; ``why`` goes to the log.
@@ -48,6 +91,14 @@ class Recreate:
             f"{role} pod {self.culprit} failed, deleted leader pod {leader} to "
             f"recreate group {group}"
         )
+
+
+@dataclass(frozen=True)
+class Recreations:
+    groups: tuple[Recreate, ...]
+    dropped: frozenset[str]
+    """Uids of Lost pods decided on without a recreation: forget them now. Those of each
+    recreation are forgotten once its leader is deleted."""
 
 
 def recreates_groups(policy: RestartPolicy) -> bool:
@@ -64,101 +115,73 @@ def waits_for_start(policy: RestartPolicy, lws_annotations: Mapping[str, str]) -
     )
 
 
-def failure(pod: Mapping[str, Any]) -> str | None:
-    """Why this pod breaks its group, if it does: deleted, failed, or a container restarted
-    (counted only while Running or Pending: a finished pod's count is history)."""
-    if is_deleting(pod):
-        return "deleted"
-    status = pod.get("status") or {}
-    phase = status.get("phase")
-    if phase == "Failed":
-        return "failed"
-    if phase in ("Running", "Pending") and any(
-        int(cs.get("restartCount") or 0) > 0
-        for cs in status.get("containerStatuses") or []
-        if isinstance(cs, dict)
-    ):
-        return "restarted"
-    return None
-
-
-def pods_by_controller(pods: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Pods by the UID of their controller owner, so each group finds its workers at once."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for pod in pods.values():
-        if (ref := controller_of(dict(pod))) is not None:
-            out.setdefault(str(ref.get("uid", "")), []).append(dict(pod))
-    return out
-
-
-def group_members(
-    group: Group, by_controller: Mapping[str, list[dict[str, Any]]]
-) -> list[dict[str, Any]]:
-    """The leader and the pods of the worker StatefulSet it owns."""
-    if group.leader is None:
-        return []
-    members = [group.leader]
-    if group.workers is not None:
-        members += by_controller.get(str(group.workers["metadata"].get("uid", "")), [])
-    return members
-
-
-def _pending(index: int, size: int, pods: Mapping[str, Mapping[str, Any]]) -> bool:
-    """Upstream's test: the group lacks pods, or one of them is Pending."""
-    mine = [p for p in pods.values() if labels_of(p).get(c.GROUP_INDEX_LABEL) == str(index)]
-    return len(mine) != size or any((p.get("status") or {}).get("phase") == "Pending" for p in mine)
+def _pending(lws_name: str, group: Group, size: int, pods: Mapping[str, Obj]) -> bool:
+    """Upstream's test: the group lacks pods, or one of them is Pending (the pods named as the
+    group's, whichever incarnation they belong to)."""
+    leader = names.leader_pod_name(lws_name, group.index)
+    mine = [pods.get(leader)] + [pods.get(names.worker_pod_name(leader, j)) for j in range(1, size)]
+    present = [p for p in mine if p is not None]
+    return len(present) != size or any(
+        (p.get("status") or {}).get("phase") == "Pending" for p in present
+    )
 
 
 def plan_recreations(
     *,
     policy: RestartPolicy,
     lws_annotations: Mapping[str, str],
+    lws_name: str,
     size: int,
-    groups: list[Group],
-    pods: Mapping[str, Mapping[str, Any]],
-    lost_pods: Collection[tuple[str, str]] = (),
-) -> list[Recreate]:
-    """Groups to recreate now. ``lost_pods`` are (name, controller owner uid) of pods seen
-    deleted: a pod force-deleted, or gone before a reconcile saw it terminating, still counts."""
+    groups: Sequence[Group],
+    pods: Mapping[str, Obj],
+    lost: Collection[Lost] = (),
+) -> Recreations:
+    """Groups to recreate now, and the Lost pods decided on (see the module docstring)."""
     if not recreates_groups(policy):
-        return []
+        return Recreations((), frozenset(r.uid for r in lost))
     after_start = waits_for_start(policy, lws_annotations)
-    lost_by_owner: dict[str, str] = {owner: name for name, owner in lost_pods}
+    by_group: dict[str, list[Lost]] = {}
+    for record in lost:
+        by_group.setdefault(record.group_index, []).append(record)
+    # Lost pods of groups that no longer exist (scaled down) are never judged.
+    indices = {str(g.index) for g in groups}
+    dropped = {r.uid for index, rs in by_group.items() if index not in indices for r in rs}
     plans = []
-    by_controller = pods_by_controller(pods)
     for group in groups:
+        records = by_group.get(str(group.index), [])
+        current: list[Lost] = []
+        if group.workers is not None:
+            # This incarnation is known: records of any other are of an older one.
+            current = [r for r in records if r.owner_uid == uid_of(group.workers)]
+            dropped.update(r.uid for r in records if r not in current)
         leader = group.leader
         if leader is None or is_deleting(leader):
+            dropped.update(r.uid for r in current)  # its recreation is under way
             continue
-        members = group_members(group, by_controller)
-        leader_key = labels_of(leader).get(c.REVISION_KEY)
-        culprit, why = None, None
-        for pod in members:
+        found = group.broken_by
+        if found is None:
             # A worker of another revision is being replaced by a rollout, not failing.
-            if pod is not leader and labels_of(pod).get(c.REVISION_KEY) != leader_key:
-                continue
-            if (why := failure(pod)) is not None:
-                culprit = pod["metadata"]["name"]
-                break
-        if culprit is None and group.workers is not None:
-            lost = lost_by_owner.get(str(group.workers["metadata"].get("uid", "")))
-            if lost is not None:
-                culprit, why = lost, "deleted"
-        if culprit is None or why is None:
+            rolled = [r for r in current if r.revision != group.leader_revision]
+            dropped.update(r.uid for r in rolled)
+            if lost_one := next((r for r in current if r not in rolled), None):
+                found = (lost_one.name, "deleted")
+        if found is None:
             continue
-        if after_start and _pending(group.index, size, pods):
+        if after_start and _pending(lws_name, group, size, pods):
+            dropped.update(r.uid for r in current)  # as upstream, which skips the event
             continue
         plans.append(
             Recreate(
                 index=group.index,
                 leader=leader,
                 workers=group.workers,
-                members=tuple(members),
-                culprit=culprit,
-                why=why,
+                members=group.members,
+                culprit=found[0],
+                why=found[1],
+                lost=frozenset(r.uid for r in current),
             )
         )
-    return plans
+    return Recreations(tuple(plans), frozenset(dropped))
 
 
 def _parse_time(value: Any) -> datetime.datetime | None:
@@ -168,30 +191,48 @@ def _parse_time(value: Any) -> datetime.datetime | None:
         return None
 
 
-def overdue_terminating(
-    pods: Mapping[str, Mapping[str, Any]], now: datetime.datetime
-) -> list[tuple[dict[str, Any], datetime.datetime]]:
-    """Pods still terminating after their grace period (deletionTimestamp is when it ends), with
-    the time they became overdue; the caller decides, by their node, whether they are stuck."""
-    out = []
-    for pod in pods.values():
-        deadline = _parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
-        if deadline is not None and now - deadline >= STUCK_AFTER:
-            out.append((dict(pod), deadline))
-    return out
+@dataclass(frozen=True)
+class StuckPods:
+    release: tuple[Obj, ...]
+    """Pods to force-delete."""
+    wait: float | None
+    """Seconds until the next terminating pod of ours becomes overdue, if one is on time."""
+
+    @staticmethod
+    def event(pod: Obj) -> Event:
+        node = (pod.get("spec") or {}).get("nodeName")
+        note = f"Pod {name_of(pod)} was stuck terminating on lost node {node}; force-deleted it"
+        return warning("ForceDeletedStuckPod", DELETE, note)
 
 
-def next_overdue(pods: Mapping[str, Mapping[str, Any]], now: datetime.datetime) -> float | None:
-    """Seconds until the next terminating pod becomes overdue, if any is still on time."""
-    waits = []
-    for pod in pods.values():
+def stuck_pods(
+    terminating: Iterable[Obj],
+    *,
+    ours: Callable[[Obj], bool],
+    nodes: Mapping[str, Obj],
+    now: datetime.datetime,
+) -> StuckPods:
+    """Pods of this LWS's own groups (``ours``: made by its StatefulSets) still terminating
+    ``STUCK_AFTER`` past their grace period (deletionTimestamp is when it ends) on a node that
+    cannot finish deleting them: their kubelet is gone, so they would block the names their
+    group needs forever (upstream #508, compatibility C10). Never any other pod."""
+    release, waits = [], []
+    for pod in terminating:
+        if not ours(pod):
+            continue
         deadline = _parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
-        if deadline is not None and now - deadline < STUCK_AFTER:
+        if deadline is None:
+            continue
+        if now - deadline < STUCK_AFTER:
             waits.append((deadline + STUCK_AFTER - now).total_seconds())
-    return min(waits) if waits else None
+            continue
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or node_lost(nodes.get(str(node_name))):
+            release.append(pod)
+    return StuckPods(tuple(release), min(waits) if waits else None)
 
 
-def node_lost(node: Mapping[str, Any] | None) -> bool:
+def node_lost(node: Obj | None) -> bool:
     """A node that is gone, out of service, or not Ready cannot finish deleting its pods."""
     if node is None:
         return True

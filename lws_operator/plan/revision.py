@@ -17,11 +17,21 @@ key, so taking over such objects restarts nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.api.models import LeaderWorkerSetSpec, LeaderWorkerTemplate, NetworkConfig
-from lws_operator.plan.meta import controller_ref
+from lws_operator.api.models import (
+    LeaderWorkerSet,
+    LeaderWorkerSetSpec,
+    LeaderWorkerTemplate,
+    NetworkConfig,
+)
+from lws_operator.plan.events import CREATE, CREATING_REVISION, Event, normal
+from lws_operator.plan.meta import controller_ref, is_controlled_by, labels_of, name_of
+
+Obj = Mapping[str, Any]
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _FNV32_OFFSET = 0x811C9DC5
@@ -132,3 +142,91 @@ def controller_revision(
         "data": content,
         "revision": number,
     }
+
+
+def own_revisions(revisions: Mapping[str, Obj], lws_uid: str) -> list[Obj]:
+    """The LWS's revisions: those it controls, and unowned ones (a predecessor's) with its
+    name label."""
+    return [
+        r
+        for r in revisions.values()
+        if (r.get("metadata") or {}).get("ownerReferences") in (None, [])
+        or is_controlled_by(r, lws_uid)
+    ]
+
+
+def revision_with_key(revisions: Mapping[str, Obj], key: str) -> Obj | None:
+    return next((r for r in revisions.values() if labels_of(r).get(c.REVISION_KEY) == key), None)
+
+
+@dataclass(frozen=True)
+class RevisionChoice:
+    key: str
+    """The revision the groups should run."""
+    changed: bool
+    """It differs from the leader StatefulSet's: a rollout starts ("lwsUpdated")."""
+    create: dict[str, Any] | None = None
+    """A ControllerRevision to create first (with ``note`` for its CreatingRevision event)."""
+    note: str = ""
+
+
+def choose_revision(
+    lws: LeaderWorkerSet,
+    *,
+    leader_sts: Obj | None,
+    revisions: Mapping[str, Obj],
+    matches: Callable[[Obj], bool],
+) -> RevisionChoice:
+    """The revision for the current spec (contract 3.4, 4.14): the leader StatefulSet's when
+    one of its revisions holds the spec; else any revision holding it (ours or a
+    predecessor's, whose key is kept); else a new one. A leader StatefulSet whose key has no
+    revision at all (another controller kept none) gets the current spec recorded under that
+    key, so nothing rolls. ``matches`` tells whether a revision holds the current spec."""
+    uid = str(lws.metadata.get("uid", ""))
+    owned = own_revisions(revisions, uid)
+    by_key: dict[str, list[Obj]] = {}
+    for r in owned:
+        by_key.setdefault(labels_of(r).get(c.REVISION_KEY, ""), []).append(r)
+    number = 1 + max((int(r.get("revision") or 0) for r in owned), default=0)
+
+    def new(key: str, note: str) -> dict[str, Any]:
+        return controller_revision(
+            lws_name=lws.name,
+            namespace=lws.namespace,
+            lws_uid=uid,
+            key=key,
+            number=number,
+            content=revision_content(lws.spec),
+        )
+
+    sts_key = labels_of(leader_sts).get(c.REVISION_KEY) if leader_sts is not None else None
+    if sts_key is not None and sts_key in by_key:
+        if any(matches(r) for r in by_key[sts_key]):
+            return RevisionChoice(sts_key, changed=False)
+    elif sts_key is not None:
+        note = f"Creating missing revision with key {sts_key}"
+        return RevisionChoice(sts_key, False, new(sts_key, note), note)
+    for key, held in by_key.items():
+        if any(matches(r) for r in held):
+            return RevisionChoice(key, changed=sts_key is not None and key != sts_key)
+    key = revision_key(lws.spec)
+    note = (
+        f"Creating revision with key {key} for updated LWS"
+        if leader_sts is not None
+        else f"Creating revision with key {key} for a newly created LeaderWorkerSet"
+    )
+    return RevisionChoice(key, sts_key is not None and key != sts_key, new(key, note), note)
+
+
+def revisions_to_delete(revisions: Mapping[str, Obj], *, key: str, lws_uid: str) -> list[str]:
+    """Names of the LWS's revisions other than ``key``'s, once an update is complete (only
+    those it controls: never a predecessor's unowned ones)."""
+    return [
+        name_of(r)
+        for r in revisions.values()
+        if labels_of(r).get(c.REVISION_KEY) != key and is_controlled_by(r, lws_uid)
+    ]
+
+
+def creating_revision(note: str) -> Event:
+    return normal(CREATING_REVISION, CREATE, note)

@@ -12,40 +12,19 @@ P = spec partition, U = maxUnavailable and M = maxSurge (both scaled on R).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-_PERCENT = re.compile(r"[0-9]+%")
+from lws_operator.api import constants as c
+from lws_operator.api.intstr import scaled_value
+from lws_operator.api.models import LeaderWorkerSetSpec
+from lws_operator.plan.groups import Group
+from lws_operator.plan.meta import annotations_of, statefulset_partition, statefulset_replicas
 
-
-def scaled_value(value: int | str, total: int, *, round_up: bool) -> int:
-    """An IntOrString scaled against ``total``, like apimachinery's
-    GetScaledValueFromIntOrPercent: an int as is, "N%" as N% of total rounded down or up."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"invalid IntOrString {value!r}: expected an integer or a percentage")
-    if total < 0:
-        raise ValueError(f"cannot scale {value!r} against a negative total ({total})")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"invalid IntOrString {value}: must be >= 0")
-        return value
-    if not _PERCENT.fullmatch(value):
-        raise ValueError(f"invalid IntOrString {value!r}: a string must be a percentage like '25%'")
-    product = int(value[:-1]) * total
-    return -(-product // 100) if round_up else product // 100
-
-
-@dataclass(frozen=True)
-class GroupState:
-    """One leader index i in [0, S); a missing leader or worker sts is neither."""
-
-    ready: bool
-    updated: bool
-
-    @property
-    def done(self) -> bool:
-        return self.ready and self.updated
+# One group index's state for the arithmetic: (ready, updated). A missing leader or worker
+# StatefulSet is neither.
+State = tuple[bool, bool]
 
 
 @dataclass(frozen=True)
@@ -67,8 +46,8 @@ class RolloutInput:
     clamps the partition for one pass, and the next apply rewrites it)."""
     revision_changed: bool
     """A new revision was created in this reconcile ("lwsUpdated")."""
-    states: Sequence[GroupState]
-    """One entry per index in [0, S)."""
+    states: Sequence[State]
+    """(ready, updated) per index in [0, S)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +56,9 @@ class RolloutPlan:
     replicas: int
     sts_max_unavailable: int
     """The leader sts updateStrategy.rollingUpdate.maxUnavailable."""
+    released_surge: tuple[int, int] | None = None
+    """(first, last) index of the surge groups a rolling step gives back (upstream posts
+    GroupsProgressing "deleting surge replica(s)" for them); None when none are."""
 
 
 @dataclass(frozen=True)
@@ -134,23 +116,26 @@ def plan_rollout(inp: RolloutInput) -> RolloutPlan:
             f"{inp.sts_replicas if inp.sts_exists else 0} replicas"
         )
     budget = _budget(inp)
-    partition, replicas = _partition_and_replicas(inp, budget)
+    partition, replicas, rolling = _partition_and_replicas(inp, budget)
     floor = max(0, inp.partition)  # 4.5: groups below P are never updated
+    released = rolling and replicas < inp.sts_replicas
     return RolloutPlan(
         partition=max(partition, floor),
         replicas=replicas,
         sts_max_unavailable=sts_max_unavailable(inp.replicas, inp.max_unavailable, inp.max_surge),
+        released_surge=(replicas, inp.sts_replicas - 1) if released else None,
     )
 
 
-def _partition_and_replicas(inp: RolloutInput, b: _Budget) -> tuple[int, int]:
-    """Contract 4.4 cases 1-6, in order; the caller raises the partition to P."""
+def _partition_and_replicas(inp: RolloutInput, b: _Budget) -> tuple[int, int, bool]:
+    """Contract 4.4 cases 1-6, in order: (partition, replicas, whether the replicas are a
+    rolling step's, from ``want_replicas``); the caller raises the partition to P."""
     r, s, current = inp.replicas, inp.sts_replicas, inp.sts_partition
 
     # 1. No leader sts: create R groups, all on the current revision. Whatever the caller
     #    says about the revision, never surge here (lws#614).
     if not inp.sts_exists:
-        return 0, r
+        return 0, r, False
 
     # 2. A new revision: restart the walk from the top. A scale-up in the same change comes
     #    first and its new indices start on the new template; otherwise burst (surge groups
@@ -158,40 +143,41 @@ def _partition_and_replicas(inp: RolloutInput, b: _Budget) -> tuple[int, int]:
     #    existing surge group at once, even while it carries the load of old groups that are
     #    down; from S, case 6 reaches them within its budget (they count as surge there).
     if inp.revision_changed:
-        return s, (r if s < r else b.want_replicas(r))
+        return (s, r, False) if s < r else (s, b.want_replicas(r), True)
 
     # 3. At rest. Fix (root cause of lws#614): upstream tests `partition == 0`, so with P > 0
     #    every pass falls through to case 6 and bursts while more than U groups are unready,
     #    e.g. right after creation. The partition can never go below P, so a sts at P with R
     #    replicas is at rest too.
     if current <= max(0, inp.partition) and s == r:
-        return 0, r
+        return 0, r, False
 
     # 4. Scale up first; the rollout resumes once the new groups exist.
     if s < r:
-        return current, r
+        return current, r, False
 
-    unready = sum(1 for state in inp.states[:r] if not state.done)
+    unready = sum(1 for ready, updated in inp.states[:r] if not (ready and updated))
 
     # 5. R changed mid-rollout: keep the partition within the new burst range this pass.
     if inp.replicas_annotation != r:
-        return min(current, b.burst), b.want_replicas(unready)
+        return min(current, b.burst), b.want_replicas(unready), True
 
     # 6. Normal progress. Each surge group that exists lets one more old group go down.
     rolling_step = b.rolling_unavailable + b.max_surge - (b.burst - s)
-    return _rolling_partition(inp.states, rolling_step, current), b.want_replicas(unready)
+    partition = _rolling_partition(inp.states, rolling_step, current)
+    return partition, b.want_replicas(unready), True
 
 
-def _unready(states: Sequence[GroupState]) -> int:
-    return sum(1 for state in states if not state.ready)
+def _unready(states: Sequence[State]) -> int:
+    return sum(1 for ready, _ in states if not ready)
 
 
-def _rolling_partition(states: Sequence[GroupState], rolling_step: int, current: int) -> int:
+def _rolling_partition(states: Sequence[State], rolling_step: int, current: int) -> int:
     """rollingUpdatePartition (contract 4.4): the next partition, never above ``current``."""
     s = len(states)
     done_tail = 0
-    for state in reversed(states):
-        if not state.done:
+    for ready, updated in reversed(states):
+        if not (ready and updated):
             break
         done_tail += 1
     step_partition = max(0, s - done_tail - rolling_step)
@@ -205,7 +191,35 @@ def _rolling_partition(states: Sequence[GroupState], rolling_step: int, current:
     # Replacing groups that are unready (or already updated) costs no availability; this also
     # keeps a rollout from sticking when everything is unready.
     for idx in range(min(partition, s - 1), step_partition - 1, -1):
-        if states[idx].ready and not states[idx].updated:
+        ready, updated = states[idx]
+        if ready and not updated:
             break
         partition = idx
     return min(partition, current)
+
+
+def rollout_input(
+    *,
+    spec: LeaderWorkerSetSpec,
+    leader_sts: Mapping[str, Any] | None,
+    groups: Sequence[Group],
+    key: str,
+    revision_changed: bool,
+) -> RolloutInput:
+    """The arithmetic's input from what is observed: the spec, the leader StatefulSet and its
+    groups, and the revision the groups should run."""
+    cfg = spec.rollout_strategy.rolling_update_configuration
+    size = spec.leader_worker_template.size
+    annotation = annotations_of(leader_sts).get(c.REPLICAS_ANNOTATION)
+    return RolloutInput(
+        replicas=spec.replicas,
+        partition=cfg.partition,
+        max_unavailable=cfg.max_unavailable,
+        max_surge=cfg.max_surge,
+        sts_exists=leader_sts is not None,
+        sts_replicas=statefulset_replicas(leader_sts),
+        sts_partition=statefulset_partition(leader_sts),
+        replicas_annotation=int(annotation) if annotation and annotation.isdigit() else None,
+        revision_changed=revision_changed,
+        states=[(g.ready(size), g.updated(size, key)) for g in groups],
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from lws_operator.api.models import LeaderWorkerSetSpec
 from lws_operator.plan import revision as rev
-from lws_operator.plan.rollout import GroupState, RolloutInput, plan_rollout
+from lws_operator.plan.rollout import RolloutInput, State, plan_rollout
 
 
 @dataclass(frozen=True)
@@ -46,16 +46,17 @@ def simulate_rollout(
     *,
     sts_replicas: int | None = None,
     sts_partition: int = 0,
-    states: Sequence[GroupState] | None = None,
+    states: Sequence[State] | None = None,
     max_steps: int = 10_000,
 ) -> list[Step]:
     """Steps from the current state (step 0) until the LeaderWorkerSet is at rest. By default
-    the current state is ``old`` at rest: ``old.replicas`` groups, all ready."""
+    the current state is ``old`` at rest: ``old.replicas`` groups, all ready. ``states`` are
+    (ready, updated) per index, as :class:`RolloutInput` takes them."""
     size_replicas = old.replicas if sts_replicas is None else sts_replicas
     if states is None:
-        states = [GroupState(ready=True, updated=True)] * size_replicas
+        states = [(True, True)] * size_replicas
     changed = rev.revision_key(old) != rev.revision_key(new)
-    groups = [_Group(s.ready, s.updated and not changed) for s in states]
+    groups = [_Group(ready, updated and not changed) for ready, updated in states]
     cfg = new.rollout_strategy.rolling_update_configuration
     replicas, partition = size_replicas, sts_partition
     down: list[int] = [i for i, g in enumerate(groups) if not g.ready]  # in order of going down
@@ -83,7 +84,7 @@ def simulate_rollout(
                 sts_partition=partition,
                 replicas_annotation=annotation,
                 revision_changed=first and changed,
-                states=[GroupState(g.ready, g.updated) for g in groups],
+                states=[(g.ready, g.updated) for g in groups],
             )
         )
         first, annotation = False, new.replicas

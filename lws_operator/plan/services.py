@@ -7,6 +7,7 @@ Both publish not-ready addresses: a group's pods must find each other before the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lws_operator.api import constants as c
@@ -50,3 +51,12 @@ def replica_service(lws_name: str, leader: dict[str, Any]) -> dict[str, Any]:
         {c.SET_NAME_LABEL: lws_name, c.GROUP_INDEX_LABEL: group_index},
         controller_ref("v1", "Pod", meta["name"], meta["uid"]),
     )
+
+
+def missing_shared_service(
+    lws_name: str, namespace: str, lws_uid: str, *, shared: bool, services: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The shared Service to create, when the policy is ``Shared`` and it does not exist."""
+    if not shared or lws_name in services:
+        return None
+    return shared_service(lws_name, namespace, lws_uid)

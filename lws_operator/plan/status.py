@@ -14,17 +14,16 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.plan.diff import contains
+from lws_operator.plan.events import GROUPS_PROGRESSING, GROUPS_UPDATING, UPDATE, Event, normal
+from lws_operator.plan.groups import Group
 
-# Condition reasons; GroupsProgressing and GroupsUpdating are also event reasons elsewhere.
 REASON_ALL_GROUPS_READY = "AllGroupsReady"
-REASON_GROUPS_UPDATING = "GroupsUpdating"
-REASON_GROUPS_PROGRESSING = "GroupsProgressing"
 
 # makeCondition: the only conditions ever set True, with fixed reason and message.
 _CONTENT: Mapping[str, tuple[str, str]] = {
     c.CONDITION_AVAILABLE: (REASON_ALL_GROUPS_READY, "All replicas are ready"),
-    c.CONDITION_UPDATE_IN_PROGRESS: (REASON_GROUPS_UPDATING, "Rolling Upgrade is in progress"),
-    c.CONDITION_PROGRESSING: (REASON_GROUPS_PROGRESSING, "Replicas are progressing"),
+    c.CONDITION_UPDATE_IN_PROGRESS: (GROUPS_UPDATING, "Rolling Upgrade is in progress"),
+    c.CONDITION_PROGRESSING: (GROUPS_PROGRESSING, "Replicas are progressing"),
 }
 # Setting one member True turns the other False. Progressing and UpdateInProgress are not
 # exclusive, so UpdateInProgress stays True until Available.
@@ -34,21 +33,6 @@ _EXCLUSIVE = frozenset(
         frozenset({c.CONDITION_AVAILABLE, c.CONDITION_UPDATE_IN_PROGRESS}),
     }
 )
-
-
-@dataclass(frozen=True)
-class ObservedGroup:
-    """One leader pod, with its worker sts. With size == 1 the worker flags are ignored."""
-
-    index: int
-    leader_ready: bool
-    """Leader pod Running and Ready."""
-    leader_updated: bool
-    """Leader's revision key == the current one."""
-    workers_present: bool
-    workers_ready: bool
-    """Worker sts spec.replicas == status.availableReplicas, currentRevision == updateRevision."""
-    workers_updated: bool
 
 
 @dataclass(frozen=True)
@@ -64,16 +48,6 @@ class GroupCounts:
     """Ready groups with index < R."""
     updated_and_ready: int
     """Current groups both updated and ready."""
-    skipped: tuple[int, ...]
-    """Indices of groups left out because their worker sts is missing."""
-
-
-@dataclass(frozen=True)
-class ConditionEvent:
-    """A Normal event for a condition that became True in this pass (contract 3.10)."""
-
-    reason: str
-    note: str
 
 
 @dataclass(frozen=True)
@@ -82,10 +56,8 @@ class StatusResult:
     """The status to write, camelCase as in the API."""
     update_done: bool
     """P == 0 and all R groups updated and ready: old revisions may be truncated."""
-    changed: tuple[str, ...]
-    """Condition types whose status, reason or message changed in this pass."""
-    events: tuple[ConditionEvent, ...]
-    counts: GroupCounts
+    events: tuple[Event, ...]
+    """A Normal event for each condition that became True in this pass (contract 3.10)."""
 
 
 def hpa_pod_selector(lws_name: str) -> str:
@@ -94,21 +66,18 @@ def hpa_pod_selector(lws_name: str) -> str:
 
 
 def count_groups(
-    groups: Sequence[ObservedGroup], *, replicas: int, partition: int, size: int
+    groups: Sequence[Group], *, key: str, replicas: int, partition: int, size: int
 ) -> GroupCounts:
-    """Contract 4.13 counting rules."""
+    """Contract 4.13 counting rules; ``key`` is the current revision's."""
     ready = updated = current = current_updated = ready_non_burst = updated_and_ready = 0
-    skipped: list[int] = []
     for group in groups:
-        workers = size == 1
-        if not workers and not group.workers_present:
+        if group.leader is None or not group.workers_present(size):
             # Kept from upstream: a group without its worker sts is not counted anywhere. Its
             # ready/updated counts would be 0 anyway, and counting it as "current" would
             # report UpdateInProgress while a new LWS is still creating its worker sts.
-            skipped.append(group.index)
             continue
-        is_ready = group.leader_ready and (workers or group.workers_ready)
-        is_updated = group.leader_updated and (workers or group.workers_updated)
+        is_ready = group.ready(size)
+        is_updated = group.updated(size, key)
         is_current = partition <= group.index < replicas
         ready += is_ready
         updated += is_updated
@@ -116,9 +85,7 @@ def count_groups(
         current_updated += is_current and is_updated
         ready_non_burst += is_ready and group.index < replicas
         updated_and_ready += is_current and is_ready and is_updated
-    return GroupCounts(
-        ready, updated, current, current_updated, ready_non_burst, updated_and_ready, tuple(skipped)
-    )
+    return GroupCounts(ready, updated, current, current_updated, ready_non_burst, updated_and_ready)
 
 
 def desired_conditions(counts: GroupCounts, replicas: int) -> tuple[str, ...]:
@@ -144,9 +111,9 @@ def _new_condition(type_: str, *, generation: int, now: str) -> dict[str, Any]:
 
 def merge_conditions(
     old: Sequence[Mapping[str, Any]], desired: Sequence[str], *, generation: int, now: str
-) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """Set every ``desired`` condition True (setCondition), returning the new list, the types
-    that changed and the types that became True.
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Set every ``desired`` condition True (setCondition), returning the new list and the
+    types that became True.
 
     Fix: upstream's setConditions short-circuits after the first changed condition, so
     Progressing lagged UpdateInProgress by a reconcile; here all are applied in one pass.
@@ -154,12 +121,7 @@ def merge_conditions(
     generation moved (upstream replaced it, churning the time and re-emitting the event).
     """
     conditions = [dict(cond) for cond in old]
-    changed: list[str] = []
     became_true: list[str] = []
-
-    def mark(type_: str, into: list[str]) -> None:
-        if type_ not in into:
-            into.append(type_)
 
     for type_ in desired:
         reason, message = _CONTENT[type_]
@@ -172,28 +134,25 @@ def merge_conditions(
                 found = True
                 if cond.get("status") != "True":
                     conditions[i] = _new_condition(type_, generation=generation, now=now)
-                    mark(type_, changed)
-                    mark(type_, became_true)
+                    became_true.append(type_)
                 elif (cond.get("reason"), cond.get("message")) != (reason, message):
                     cond.update(reason=reason, message=message)  # e.g. an older controller's
-                    mark(type_, changed)
             elif frozenset({other, type_}) in _EXCLUSIVE and cond.get("status") == "True":
                 # Kept from upstream: only status and time change; the False condition keeps
                 # the reason and message of its True state.
                 cond.update(status="False", lastTransitionTime=now)
-                mark(other, changed)
         if not found:
             conditions.append(_new_condition(type_, generation=generation, now=now))
-            mark(type_, changed)
-            mark(type_, became_true)
+            became_true.append(type_)
     for cond in conditions:
         cond["observedGeneration"] = generation
-    return conditions, changed, became_true
+    return conditions, became_true
 
 
 def compute_status(
     *,
-    groups: Sequence[ObservedGroup],
+    groups: Sequence[Group],
+    key: str,
     replicas: int,
     partition: int,
     size: int,
@@ -203,22 +162,26 @@ def compute_status(
     old_conditions: Sequence[Mapping[str, Any]],
     now: str,
 ) -> StatusResult:
-    """The status for one pass. ``replicas``/``partition`` are the LWS spec values;
-    ``sts_status_replicas`` is the leader sts status.replicas (surge groups included)."""
-    counts = count_groups(groups, replicas=replicas, partition=partition, size=size)
+    """The status for one pass. ``replicas``/``partition`` are the LWS spec values, ``key``
+    the current revision's; ``sts_status_replicas`` is the leader sts status.replicas (surge
+    groups included). Counters that are 0 are left out, as upstream's ``omitempty``."""
+    counts = count_groups(groups, key=key, replicas=replicas, partition=partition, size=size)
     desired = desired_conditions(counts, replicas)
-    conditions, changed, became_true = merge_conditions(
+    conditions, became_true = merge_conditions(
         old_conditions, desired, generation=generation, now=now
     )
     suffix = f", with {counts.ready} groups ready of total {replicas} groups"
     events = tuple(
-        ConditionEvent(_CONTENT[type_][0], _CONTENT[type_][1] + suffix) for type_ in became_true
+        normal(_CONTENT[type_][0], UPDATE, _CONTENT[type_][1] + suffix) for type_ in became_true
     )
-    status: dict[str, Any] = {
-        "conditions": conditions,
+    counters = {
         "readyReplicas": counts.ready,
         "updatedReplicas": counts.updated,
         "replicas": sts_status_replicas,
+    }
+    status: dict[str, Any] = {
+        "conditions": conditions,
+        **{k: v for k, v in counters.items() if v},
         # Fix: upstream writes this only while empty; the value is constant, so always write it.
         "hpaPodSelector": hpa_pod_selector(lws_name),
         "observedGeneration": generation,
@@ -226,9 +189,7 @@ def compute_status(
     return StatusResult(
         status=status,
         update_done=partition == 0 and counts.updated_and_ready == replicas,
-        changed=tuple(changed),
         events=events,
-        counts=counts,
     )
 
 
@@ -247,3 +208,34 @@ def counters_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     rest_old = {k: v for k, v in old.items() if k not in _COUNTERS}
     rest_new = {k: v for k, v in new.items() if k not in _COUNTERS}
     return contains(rest_old, rest_new) and contains(rest_new, rest_old)
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    patch: dict[str, Any] | None
+    """The merge patch to send now, or None. It carries the resourceVersion the status was
+    computed from: a pass on stale state loses its write (409) instead of undoing a newer
+    one, flipping a condition back or posting its event again."""
+    wait: float | None
+    """A counters-only change held back: write it after this many seconds."""
+
+
+def plan_status_write(
+    *,
+    observed: Mapping[str, Any],
+    resource_version: str,
+    result: StatusResult,
+    last_write: float | None,
+    now: float,
+) -> StatusWrite:
+    """Whether and when to write ``result`` over the ``observed`` status; ``last_write`` and
+    ``now`` are monotonic seconds. Counter-only changes are written at most once per
+    ``COUNTERS_WRITE_INTERVAL`` (compatibility R9); fields that went away are sent as null."""
+    new = result.status
+    if contains(observed, new) and contains(new, observed):
+        return StatusWrite(None, None)
+    wait = 0.0 if last_write is None else last_write + COUNTERS_WRITE_INTERVAL - now
+    if wait > 0 and not result.events and counters_only(observed, new):
+        return StatusWrite(None, wait)
+    status = {**new, **{k: None for k in observed if k not in new}}
+    return StatusWrite({"metadata": {"resourceVersion": resource_version}, "status": status}, None)

@@ -1,6 +1,7 @@
 """``make run``: the whole thing on a laptop. A local cluster with simulated GPU nodes (unless
-KUBECONFIG points at one), the CRD, the operator with its pod webhook, and the seed's example,
-with the groups shown as they come up, until Ctrl-C."""
+KUBECONFIG points at one), the CRD, the operator with its pod webhook, and an example (the
+seed's vLLM one by default), with its groups shown as they come up (``devview.py``), until
+Ctrl-C."""
 
 from __future__ import annotations
 
@@ -9,117 +10,208 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.controller import operator
-from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_testbed.devview import Display, LineDisplay, TerminalDisplay, View, view_of
 from lws_testbed.local import ClusterConfig, ClusterError, LocalCluster, running_components
-from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.manifests import Applier, create_namespace, load_documents
+from lws_testbed.wait import Objects, follow_objects
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = sorted((REPO / "crds").glob("*.yaml"))
 EXAMPLE = REPO / "examples" / "vllm-llama3-405b.yaml"
 
 
-def _pods_table(pods: list[dict[str, Any]]) -> str:
-    rows = [f"  {'POD':34} {'GROUP':5} {'WORKER':6} {'NODE':12} READY"]
-    for p in sorted(pods, key=lambda p: p["metadata"]["name"]):
-        labels = p["metadata"].get("labels") or {}
-        rows.append(
-            f"  {p['metadata']['name']:34} {labels.get(c.GROUP_INDEX_LABEL, '-'):5} "
-            f"{labels.get(c.WORKER_INDEX_LABEL, '-'):6} {(p['spec'].get('nodeName') or '-'):12} "
-            f"{'yes' if pod_ready(p) else 'no'}"
-        )
-    return "\n".join(rows)
+class _CompactFormatter(logging.Formatter):
+    """``12:00:01 reconcile: message``: the time, the level unless INFO, the module (or
+    "kopf")."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "" if record.levelno == logging.INFO else f" {record.levelname}"
+        source = record.name.partition(".")[0] if record.name.startswith("kopf") else record.name
+        source = source.rsplit(".", 1)[-1] if source.startswith("lws_") else source
+        text = f"{self.formatTime(record, '%H:%M:%S')}{level} {source}: {record.getMessage()}"
+        return f"{text}\n{self.formatException(record.exc_info)}" if record.exc_info else text
+
+
+class _KopfFilter(logging.Filter):
+    """kopf's INFO lines (authentication, activities, each handler run) are its own chatter.
+    Once it is stopping, so are its retries of the requests it abandons: a Ctrl-C during its
+    start leaves some, logged as ERRORs ("Connector is closed"). Its other warnings and errors
+    show."""
+
+    stopping = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("kopf"):
+            return True
+        message = record.getMessage()
+        self.stopping = self.stopping or "Operator is stopping" in message
+        if record.levelno < logging.WARNING:
+            return False
+        return not (self.stopping and message.startswith("Request attempt"))
+
+
+class _DisplayHandler(logging.Handler):
+    """Log lines go through the display, so that they scroll above the table, not through it."""
+
+    def __init__(self, display: Display) -> None:
+        super().__init__()
+        self.display = display
+        self.setFormatter(_CompactFormatter())
+        self.addFilter(_KopfFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.display.note(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def _configure_logging(display: Display) -> None:
+    """make run's own logging: compact lines through the display (``lws-operator run`` keeps
+    its own format)."""
+    root = logging.getLogger()
+    root.handlers[:] = [_DisplayHandler(display)]
+    root.setLevel(logging.INFO)
 
 
 async def _follow(
-    kube: Kube, path: str, selector: str, into: dict[str, dict[str, Any]], changed: asyncio.Event
+    kube: Kube,
+    path: str,
+    into: Objects,
+    changed: asyncio.Event,
+    listed: asyncio.Event,
+    *,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
 ) -> None:
-    """Keep ``into`` equal to the objects at ``path`` (list, then watch; relist when needed)."""
-    while True:
-        listing = await kube.list(path, label_selector=selector or None)
-        into.clear()
-        into.update({o["metadata"]["name"]: o for o in listing["items"]})
-        changed.set()
-        rv = listing["metadata"]["resourceVersion"]
-        with contextlib.suppress(ApiError):
-            async for kind, obj in kube.watch(
-                path, resource_version=rv, label_selector=selector or None
-            ):
-                if kind == "BOOKMARK":
-                    continue
-                if kind == "DELETED":
-                    into.pop(obj["metadata"]["name"], None)
-                else:
-                    into[obj["metadata"]["name"]] = obj
+    """Keep ``into`` equal to the objects at ``path``; set ``listed`` once they are, and
+    ``changed`` on every change (and when this ends, so that its error is seen)."""
+    try:
+        async with contextlib.aclosing(
+            follow_objects(kube, path, label_selector=label_selector, field_selector=field_selector)
+        ) as updates:
+            async for objs in updates:
+                into.clear()
+                into.update(objs)
+                listed.set()
                 changed.set()
+    finally:
+        changed.set()
 
 
-async def _show(kube: Kube, namespace: str, name: str) -> None:
-    """Print the example's groups whenever its pods or status change (watches, no polling)."""
-    pods: dict[str, dict[str, Any]] = {}
-    sets: dict[str, dict[str, Any]] = {}
+async def show(kube: Kube, namespace: str, name: str, display: Display) -> None:
+    """Show LWS ``name`` and its pods whenever what is shown changes (watches, no polling)."""
+    sets: Objects = {}
+    pods: Objects = {}
     changed = asyncio.Event()
-    lws_collection = resource_path(c.API_VERSION, c.PLURAL, namespace=namespace)
+    lists = (asyncio.Event(), asyncio.Event())
     followers = [
         asyncio.create_task(
             _follow(
                 kube,
-                resource_path("v1", "pods", namespace=namespace),
-                f"{c.SET_NAME_LABEL}={name}",
-                pods,
+                resource_path(c.API_VERSION, c.PLURAL, namespace=namespace),
+                sets,
                 changed,
+                lists[0],
+                field_selector=f"metadata.name={name}",
             )
         ),
-        asyncio.create_task(_follow(kube, lws_collection, "", sets, changed)),
+        asyncio.create_task(
+            _follow(
+                kube,
+                resource_path("v1", "pods", namespace=namespace),
+                pods,
+                changed,
+                lists[1],
+                label_selector=f"{c.SET_NAME_LABEL}={name}",
+            )
+        ),
     ]
-    last = ""
+    shown: View | None = None
     try:
         while True:
             await changed.wait()
             changed.clear()
-            lws = sets.get(name) or {}
-            ready = (lws.get("status") or {}).get("readyReplicas", 0)
-            want = (lws.get("spec") or {}).get("replicas")
-            view = f"{name}: {ready}/{want} groups ready\n{_pods_table(list(pods.values()))}"
-            if view != last:
-                print(view, flush=True)
-                last = view
+            for task in followers:
+                if task.done():
+                    task.result()  # raises what stopped it
+            if not all(listed.is_set() for listed in lists):
+                continue  # both listed once: no view of the pods without their LWS
+            view = view_of(name, sets.get(f"{namespace}/{name}"), pods.values())
+            if view != shown:
+                display.show(shown, view)
+                shown = view
     finally:
         for task in followers:
             task.cancel()
         await asyncio.gather(*followers, return_exceptions=True)
 
 
-async def run(kubeconfig: Path, operator_kubeconfig: Path, namespace: str) -> None:
+async def _install(kube: Kube, display: Display, namespace: str, example: Path) -> str:
+    """The CRD, the namespace and ``example``; returns the name of its LeaderWorkerSet."""
+    applier = Applier(kube)
+    # This waits until LWS objects can be listed: the operator then starts on a served API.
+    await applier.apply_all(load_documents(*CRDS))
+    display.note(f"installed {', '.join(p.name for p in CRDS)}")
+    if await kube.get_or_none(resource_path("v1", "namespaces", name=namespace)) is None:
+        await create_namespace(kube, namespace)
+    docs = load_documents(example)
+    await applier.apply_all(docs, namespace=namespace)
+    shown = example.relative_to(REPO) if example.is_relative_to(REPO) else example
+    display.note(f"applied {shown} in namespace {namespace}")
+    return str(next(d["metadata"]["name"] for d in docs if d["kind"] == "LeaderWorkerSet"))
+
+
+async def run(
+    kubeconfig: Path,
+    operator_kubeconfig: Path,
+    display: Display,
+    *,
+    namespace: str = "default",
+    example: Path = EXAMPLE,
+) -> None:
+    """Install the CRD and ``example`` (in ``namespace``), then start the operator and show the
+    example's LeaderWorkerSet, until SIGINT or SIGTERM (at any step)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    stopped = asyncio.ensure_future(stop.wait())
     async with await Kube.connect(kubeconfig, user_agent="lws-operator-dev") as kube:
-        applier = Applier(kube)
-        await applier.apply_all(load_documents(*CRDS))
-        print(f"installed {', '.join(p.name for p in CRDS)}", flush=True)
+        setup = asyncio.create_task(_install(kube, display, namespace, example))
+        await asyncio.wait({setup, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not setup.done():
+            setup.cancel()
+            await asyncio.gather(setup, return_exceptions=True)
+            return
+        shower = asyncio.create_task(show(kube, namespace, setup.result(), display))
         config = operator.OperatorConfig(kubeconfig=operator_kubeconfig, webhook_port=0)
+        # kopf puts its own SIGINT/SIGTERM handlers in place of ours and then stops by itself.
         op = asyncio.create_task(operator.run(config, stop), name="operator")
-        example = load_documents(EXAMPLE)
-        await applier.apply_all(example, namespace=namespace)
-        name = example[0]["metadata"]["name"]
-        print(f"applied {EXAMPLE.relative_to(REPO)} in namespace {namespace}", flush=True)
-        shower = asyncio.create_task(_show(kube, namespace, name))
-        await asyncio.wait({op, asyncio.ensure_future(stop.wait())}, return_when="FIRST_COMPLETED")
+        await asyncio.wait({op, shower, stopped}, return_when=asyncio.FIRST_COMPLETED)
         stop.set()
         shower.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await shower
-        await op
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await shower
+        finally:
+            display.close()
+            await op
+
+
+def _display(hint: str) -> Display:
+    if sys.stdout.isatty():
+        return TerminalDisplay(sys.stdout, hint, shutil.get_terminal_size)
+    return LineDisplay(sys.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,35 +219,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, default=Path(".local/cluster"))
     parser.add_argument("--kubeconfig", type=Path, default=Path(".local/kubeconfig"))
     parser.add_argument("--namespace", default="default")
+    parser.add_argument("--example", type=Path, default=EXAMPLE)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     external = os.environ.get("KUBECONFIG")
     if external and Path(external).resolve() != args.kubeconfig.resolve():
-        print(f"using the cluster of KUBECONFIG={external} (no local cluster started)")
-        asyncio.run(run(Path(external), Path(external), args.namespace))
+        display = _display("Ctrl-C stops the operator")
+        _configure_logging(display)
+        display.note(f"using the cluster of KUBECONFIG={external} (no local cluster started)")
+        asyncio.run(
+            run(
+                Path(external),
+                Path(external),
+                display,
+                namespace=args.namespace,
+                example=args.example,
+            )
+        )
         return 0
     if running := running_components(args.state_dir):
         print(
             f"a local cluster is already running ({', '.join(running)}); `make cluster-down` first"
         )
         return 1
+    display = _display("Ctrl-C stops the operator and the local cluster")
+    _configure_logging(display)
+    display.note("starting the local cluster ...")
     try:
         with LocalCluster(
             ClusterConfig(state_dir=args.state_dir, kubeconfig_out=args.kubeconfig)
         ) as cluster:
-            print(
+            display.note(
                 f"local cluster up in {cluster.started_seconds:.1f}s at {cluster.server}; "
-                f"export KUBECONFIG={args.kubeconfig.resolve()}",
-                flush=True,
+                f"export KUBECONFIG={args.kubeconfig.resolve()}"
             )
             asyncio.run(
-                run(cluster.kubeconfig(), cluster.kubeconfig("lws-operator"), args.namespace)
+                run(
+                    cluster.kubeconfig(),
+                    cluster.kubeconfig("lws-operator"),
+                    display,
+                    namespace=args.namespace,
+                    example=args.example,
+                )
             )
     except ClusterError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while the cluster was starting: it is stopped
+        pass
+    display.note("stopped")
     return 0
 
 

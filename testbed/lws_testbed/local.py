@@ -22,6 +22,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -158,6 +159,23 @@ def _set_pdeathsig() -> None:
     # Runs in the child before exec: SIGTERM the component when its parent dies.
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def _interrupt_held() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) until the block is done: a KeyboardInterrupt between the fork of
+    a component and its bookkeeping would leave it running, unknown to ``stop()``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
 
 
 class LocalCluster:
@@ -385,7 +403,7 @@ class LocalCluster:
     def _spawn(self, name: str, argv: list[str]) -> None:
         argv = argv + self.config.extra_args.get(name, [])
         log = self.log_dir / f"{name}.log"
-        with open(log, "ab") as out:
+        with open(log, "ab") as out, _interrupt_held():
             popen = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -394,7 +412,7 @@ class LocalCluster:
                 start_new_session=True,
                 preexec_fn=_set_pdeathsig if self.config.die_with_parent else None,
             )
-        self.procs.append(_Proc(name, popen, log))
+            self.procs.append(_Proc(name, popen, log))
 
     def _start_etcd(self, bins: Path) -> None:
         port, peer = self.ports["etcd"], self.ports["etcd-peer"]

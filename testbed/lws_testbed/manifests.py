@@ -1,5 +1,5 @@
 """Applying YAML manifests like ``kubectl apply --server-side``: any kind, found through API
-discovery; CRDs are waited on until Established."""
+discovery; CRDs are waited on until their objects can be listed."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class Applier:
         path = await self.path_of(doc, namespace)
         applied = await self.kube.apply(path, doc, field_manager=self.field_manager)
         if doc["kind"] == "CustomResourceDefinition":
-            await wait_established(self.kube, doc["metadata"]["name"])
+            await wait_served(self.kube, doc["metadata"]["name"])
             self._discovery.clear()  # the new kind is now discoverable
         return applied
 
@@ -98,6 +98,25 @@ async def wait_established(kube: Kube, crd_name: str, timeout: float = 60) -> No
         what=f"CRD {crd_name} Established",
         field_selector=f"metadata.name={crd_name}",
     )
+
+
+async def wait_served(kube: Kube, crd_name: str, timeout: float = 60) -> None:
+    """Wait until the CRD is Established and its objects can be listed. Established is not
+    enough: the first request for a new resource starts its watch cache, and until that is
+    filled lists and watches are refused (429 "storage is (re)initializing", which kopf logs
+    as an ERROR while it retries)."""
+    await wait_established(kube, crd_name, timeout)
+    crd = await kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd_name}")
+    spec = crd["spec"]
+    for version in spec["versions"]:
+        if version.get("served"):
+            await wait_for_objects(
+                kube,
+                resource_path(f"{spec['group']}/{version['name']}", spec["names"]["plural"]),
+                lambda _objs: True,  # listed: the watch cache is ready
+                timeout=timeout,
+                what=f"the {version['name']} objects of CRD {crd_name} to be listable",
+            )
 
 
 async def create_namespace(kube: Kube, name: str, timeout: float = 60) -> None:

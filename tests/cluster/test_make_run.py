@@ -1,77 +1,223 @@
-"""`make run` end to end: its own local cluster, the CRD, the operator and the seed's vLLM
-example, whose two groups (4 pods on 8-GPU simulated nodes) come up; Ctrl-C stops it all."""
+"""`make run` end to end, as a user runs it: the Makefile target, with its own local cluster
+(LOCAL= moves its state and kubeconfig to a temporary directory), the CRD, the operator and the
+seed's vLLM example, whose two groups (4 pods on 8-GPU simulated nodes) come up; Ctrl-C stops
+it all. Once with the output piped (one line per change), once on a pseudo-terminal (one table
+redrawn in place)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
+import pty
 import signal
-import sys
+import struct
+import subprocess
+import termios
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from lws_testbed.local import read_state
+from tests.devrun_output import Replay, Screen
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("LWS_TEST_KUBECONFIG")), reason="make run starts a local cluster"
 )
 
-PODS = ["vllm-llama3-405b-0", "vllm-llama3-405b-0-1", "vllm-llama3-405b-1", "vllm-llama3-405b-1-1"]
+REPO = Path(__file__).resolve().parents[2]
+NAME = "vllm-llama3-405b"
+PODS = {f"{NAME}-0", f"{NAME}-0-1", f"{NAME}-1", f"{NAME}-1-1"}
+TIMEOUT = 180  # a cold start of the cluster on a busy 2-core machine, and the groups
+NOISE = ("None", "ERROR", "Traceback", "Error", "error:")
 
 
-def alive(pid: int) -> bool:
-    return os.path.exists(f"/proc/{pid}")
+def make_run(local: Path) -> list[str]:
+    return ["make", "--no-print-directory", "run", f"LOCAL={local}"]
 
 
-async def test_make_run_brings_up_the_seed_example(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    state = tmp_path / "cluster"
+def environment() -> dict[str, str]:
+    drop = ("KUBECONFIG", "MAKEFLAGS", "MAKELEVEL")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def cluster_pids(local: Path) -> list[int]:
+    return [p["pid"] for p in (read_state(local / "cluster") or {}).get("procs", [])]
+
+
+def leftovers(local: Path, pids: list[int]) -> list[str]:
+    """Processes of this run still alive: the cluster's, or any naming its directory."""
+    named = subprocess.run(["pgrep", "-af", str(local)], capture_output=True, text=True).stdout
+    return [f"pid {p}" for p in pids if os.path.exists(f"/proc/{p}")] + named.splitlines()
+
+
+async def stop_group(pgid: int, wait: Callable[[], Awaitable[object]]) -> None:
+    """After a failure: Ctrl-C, so that the cluster is stopped too; SIGKILL if that hangs."""
+    os.killpg(pgid, signal.SIGINT)
+    try:
+        await asyncio.wait_for(wait(), 60)
+    except TimeoutError:
+        os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):  # reaped by the first wait meanwhile
+            await wait()
+
+
+async def test_make_run_piped_prints_one_line_per_change(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lws_testbed.devrun",
-        "--state-dir",
-        str(state),
-        "--kubeconfig",
-        str(tmp_path / "kubeconfig"),
+        *make_run(tmp_path),
+        cwd=REPO,
+        env=environment(),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env=env,
+        start_new_session=True,  # its own process group, which Ctrl-C signals as a whole
     )
     assert proc.stdout is not None
-    seen: list[str] = []
+    out: list[str] = []
+    replay = Replay(NAME)
 
-    async def until_ready() -> list[str]:
-        """The last table printed once it says 2/2 groups with all 4 pods ready."""
+    def up() -> bool:
+        return (
+            replay.headline == f"{NAME}: 2/2 groups ready"
+            and set(replay.pods) == PODS
+            and all(state == "Ready" for state, _ in replay.pods.values())
+        )
+
+    async def until_up() -> None:
         assert proc.stdout is not None
-        table: list[str] = []
         while line := (await proc.stdout.readline()).decode():
-            seen.append(line.rstrip())
-            if line.startswith("vllm-llama3-405b: "):
-                table = [line.strip()]
-            elif line.startswith("  ") and table:
-                table.append(line.strip())
-                rows = {r.split()[0]: r.split()[-1] for r in table[2:]}
-                if table[0].startswith("vllm-llama3-405b: 2/2") and rows == dict.fromkeys(
-                    PODS, "yes"
-                ):
-                    return table
+            out.append(line.rstrip("\n"))
+            replay.feed(out[-1])
+            if up():
+                return
         raise AssertionError("make run ended early")
 
     try:
-        table = await asyncio.wait_for(until_ready(), 120)
-    except (TimeoutError, AssertionError) as e:
+        try:
+            await asyncio.wait_for(until_up(), TIMEOUT)
+        except (TimeoutError, AssertionError) as e:
+            why = e or f"no 2/2 groups with 4 Ready pods after {TIMEOUT}s"
+            raise AssertionError(f"{why}; make run printed:\n" + "\n".join(out)) from None
+        pids = cluster_pids(tmp_path)
+        assert len(pids) >= 5, pids
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        rest, _ = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
         if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-        raise AssertionError(f"{e}; output:\n" + "\n".join(seen[-60:])) from None
-    assert any(line.startswith("local cluster up in") for line in seen)
-    assert any("installed" in line and "leaderworkersets" in line for line in seen)
-    nodes = {row.split()[3] for row in table[2:]}
-    assert all(n.startswith("gpu-node-") for n in nodes) and len(nodes) == 4  # 8 GPUs each
-    pids = [p["pid"] for p in (read_state(state) or {})["procs"]]
+            await stop_group(proc.pid, proc.wait)
+    out += rest.decode().splitlines()
+    shown = "make run printed:\n" + "\n".join(out)
 
-    proc.send_signal(signal.SIGINT)
-    assert await asyncio.wait_for(proc.wait(), 60) == 0, "\n".join(seen[-30:])
-    assert not [pid for pid in pids if alive(pid)]
+    assert any(line.startswith("local cluster up in") for line in out), shown
+    assert any("installed" in line and "leaderworkersets" in line for line in out), shown
+    assert not [line for line in out if any(word in line for word in NOISE)], shown
+    # One line per change: never the same line twice, and few of them for 4 pods.
+    assert len(replay.lines) == len(set(replay.lines)), shown
+    assert len(replay.lines) <= 4 * 4 + 4, shown
+    assert len(out) <= len(replay.lines) + 12, shown  # make's two, notes, a few log lines
+    nodes = {node for _, node in replay.pods.values()}
+    assert len(nodes) == 4 and all(n.startswith("gpu-node-") for n in nodes), replay.pods
+    # Ctrl-C: make and the operator stop, and so does the cluster.
+    assert out[-1] == "stopped", shown
+    # make, interrupted, ends by SIGINT itself (as a shell expects of Ctrl-C), after devrun.
+    assert proc.returncode == -signal.SIGINT, shown
+    assert not leftovers(tmp_path, pids)
+
+
+COLUMNS, ROWS = 120, 40
+
+
+def _child(local: Path) -> None:
+    """In the forked child: the pseudo-terminal's size, then exec make run."""
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    os.chdir(REPO)
+    argv = make_run(local)
+    os.execvpe(argv[0], argv, environment())
+
+
+async def test_make_run_on_a_terminal_redraws_one_table_in_place(tmp_path: Path) -> None:
+    """On a pseudo-terminal (its controlling terminal, as in a shell): the screen ends with one
+    table of the 4 Ready pods, which appears once in all that was printed, scrollback
+    included; Ctrl-C typed on the terminal stops everything."""
+    pid, master = pty.fork()
+    if pid == 0:  # pragma: no cover - the child execs make
+        try:
+            _child(tmp_path)
+        finally:
+            os._exit(127)
+    screen = Screen(COLUMNS, ROWS)
+    raw: list[bytes] = []
+    loop = asyncio.get_running_loop()
+    updated = asyncio.Event()
+
+    def read() -> None:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            data = b""
+        if not data:
+            loop.remove_reader(master)
+            raw.append(b"")
+        else:
+            raw.append(data)
+            screen.feed(data.decode(errors="replace"))
+        updated.set()
+
+    async def until(cond: Callable[[], bool], what: str, timeout: float) -> None:
+        async def run() -> None:
+            while not cond():
+                if raw and raw[-1] == b"":
+                    raise AssertionError(f"make run ended before {what}")
+                updated.clear()
+                await updated.wait()
+
+        try:
+            await asyncio.wait_for(run(), timeout)
+        except (TimeoutError, AssertionError) as e:
+            raise AssertionError(
+                f"{e or 'timed out'} waiting for {what}; screen:\n"
+                + "\n".join(screen.scrollback() + screen.visible())
+            ) from None
+
+    def table_up() -> bool:
+        rows = [line.split() for line in screen.visible() if line.startswith(f"  {NAME}-")]
+        return (
+            f"{NAME}: 2/2 groups ready" in screen.visible()
+            and {r[0] for r in rows if r[-1] == "Ready"} == PODS
+            and screen.visible()[-1].startswith("4/4 pods Ready")  # the whole table is drawn
+        )
+
+    loop.add_reader(master, read)
+    reaped = False
+    try:
+        await until(table_up, "2/2 groups ready with 4 Ready pods", TIMEOUT)
+        pids = cluster_pids(tmp_path)
+        everything = screen.scrollback() + screen.visible()
+        text = "\n".join(everything)
+        assert everything.count(f"{NAME}: 2/2 groups ready") == 1, text
+        assert sum(line.startswith(f"  {NAME}-0-1 ") for line in everything) == 1, text
+        assert not [line for line in everything if any(word in line for word in NOISE)], text
+        assert len(everything) < 30, text  # notes, a few log lines, one table
+        table = screen.visible()[-7:]
+        assert table[0] == f"{NAME}: 2/2 groups ready", text
+        assert table[1].split() == ["POD", "GROUP", "WORKER", "NODE", "STATE"], text
+        nodes = {row.split()[3] for row in table[2:6]}
+        assert len(nodes) == 4 and all(n.startswith("gpu-node-") for n in nodes), text
+        assert table[6].startswith("4/4 pods Ready; Ctrl-C stops"), text
+
+        os.write(master, b"\x03")  # Ctrl-C, typed: SIGINT to the terminal's foreground group
+        await until(lambda: bool(raw) and raw[-1] == b"", "make run to exit", 60)
+        _, status = await asyncio.to_thread(os.waitpid, pid, 0)
+        reaped = True
+    finally:
+        loop.remove_reader(master)
+        if not reaped:  # the child leads its own session and process group
+            await stop_group(pid, lambda: asyncio.to_thread(os.waitpid, pid, 0))
+        os.close(master)
+    final = "\n".join(screen.scrollback() + screen.visible())
+    # The last table stays on the screen, with what Ctrl-C printed below it.
+    assert screen.visible()[-1] == "stopped", final
+    assert table[0] in screen.visible()[:-1], final
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGINT, final
+    assert not leftovers(tmp_path, pids)

@@ -11,6 +11,7 @@ import yaml
 from lws_operator.cli import build_parser
 from lws_operator.controller import certs, webhook
 from lws_operator.controller.leader import LEASE_NAME
+from lws_operator.controller.metrics_auth import ACCESS_REVIEWS, TOKEN_REVIEWS
 
 BASE = Path(__file__).resolve().parents[2] / "deploy" / "base"
 
@@ -31,9 +32,23 @@ def test_the_webhook_manifest_is_what_the_operator_registers() -> None:
 
 def test_rbac_names_the_operators_own_objects() -> None:
     rbac = {(d["kind"], d["metadata"]["name"]): d for d in docs("rbac.yaml")}
-    cert_rules = rbac["Role", "lws-webhook-cert-role"]["rules"]
-    assert cert_rules[0]["resourceNames"] == [certs.SECRET_NAME]
-    assert "create" not in cert_rules[0]["verbs"] and cert_rules[1]["verbs"] == ["create"]
+    for role, secret in (
+        ("lws-webhook-cert-role", certs.SECRET_NAME),
+        ("lws-metrics-cert-role", certs.METRICS_SECRET_NAME),
+    ):
+        cert_rules = rbac["Role", role]["rules"]
+        assert cert_rules[0]["resourceNames"] == [secret]
+        assert "create" not in cert_rules[0]["verbs"] and cert_rules[1]["verbs"] == ["create"]
+    # What the metrics server posts (metrics_auth), and what a scraper needs.
+    reviews = {
+        (g, r)
+        for rule in rbac["ClusterRole", "lws-proxy-role"]["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert {(p.split("/")[2], p.split("/")[-1]) for p in (TOKEN_REVIEWS, ACCESS_REVIEWS)} == reviews
+    reader = rbac["ClusterRole", "lws-metrics-reader"]["rules"]
+    assert reader == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lease_rules = rbac["Role", "lws-leader-election-role"]["rules"]
     assert lease_rules[0]["resourceNames"] == [LEASE_NAME]
     hook_rules = rbac["ClusterRole", "lws-webhook-configuration-role"]["rules"]
@@ -50,6 +65,18 @@ def test_the_deployment_args_parse() -> None:
     args = build_parser().parse_args(manager["args"])
     assert args.webhook_service == "lws-webhook-service" and args.leader_elect is True
     assert args.metrics_bind_address == ":8443" and args.health_probe_bind_address == ":8081"
+    assert args.metrics_secure is True and args.metrics_cert_dir is None
     ports = {p["name"]: p["containerPort"] for p in manager["ports"]}
     assert ports == {"webhook": args.webhook_port, "metrics": 8443, "health": 8081}
+    services = {d["metadata"]["name"]: d for d in docs("services.yaml")}
+    assert args.metrics_service in services
+    (port,) = services[args.metrics_service]["spec"]["ports"]
+    assert (port["name"], port["port"], port["targetPort"]) == ("https", 8443, "metrics")
     assert args.log_format == "json"
+
+
+def test_metrics_flags() -> None:
+    run = ["run", "--metrics-bind-address", "127.0.0.1:0"]
+    assert build_parser().parse_args(run).metrics_secure is True
+    assert build_parser().parse_args([*run, "--metrics-secure"]).metrics_secure is True
+    assert build_parser().parse_args([*run, "--metrics-secure=false"]).metrics_secure is False

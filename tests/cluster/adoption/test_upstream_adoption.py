@@ -27,7 +27,7 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import labels_of, pod_ready
+from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.manifests import create_namespace
@@ -181,8 +181,8 @@ def rolling(lws: dict[str, Any], *, updated: int, ready: int) -> bool:
         status.get("observedGeneration") == lws["metadata"]["generation"]
         and (condition(lws, c.CONDITION_UPDATE_IN_PROGRESS) or {}).get("status") == "True"
         and (condition(lws, c.CONDITION_AVAILABLE) or {}).get("status") != "True"
-        and status.get("updatedReplicas") == updated
-        and status.get("readyReplicas") == ready
+        and status.get("updatedReplicas", 0) == updated
+        and status.get("readyReplicas", 0) == ready
     )
 
 

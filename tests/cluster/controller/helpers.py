@@ -8,7 +8,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.wait import Objects, wait_for_objects
 
 TIMEOUT = 90
@@ -74,7 +74,7 @@ def is_available(lws: dict[str, Any], ready: int | None = None) -> bool:
     return (
         cond.get("status") == "True"
         and status.get("observedGeneration") == lws["metadata"].get("generation")
-        and (ready is None or status.get("readyReplicas") == ready)
+        and (ready is None or status.get("readyReplicas", 0) == ready)
     )
 
 

@@ -1,5 +1,5 @@
 """Helpers for the install and operations tests: kustomize builds, ServiceAccount tokens,
-free ports and Prometheus scrapes."""
+free ports and Prometheus scrapes (HTTPS with a bearer token, as the operator serves them)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import functools
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +53,24 @@ def run_kubectl(*args: str, stdin: str | None = None, timeout: float = 120) -> s
 
 
 @functools.cache
-def _built(overlay: str) -> str:
-    return run_kubectl("kustomize", str(DEPLOY / "overlays" / overlay))
+def _built(overlay: str, components: tuple[str, ...]) -> str:
+    if not components:
+        return run_kubectl("kustomize", str(DEPLOY / "overlays" / overlay))
+    # A user's overlay: the named one plus components (paths relative to it, as kustomize wants).
+    with tempfile.TemporaryDirectory() as d:
+        rel = functools.partial(os.path.relpath, start=d)
+        kustomization = {
+            "resources": [rel(DEPLOY / "overlays" / overlay)],
+            "components": [rel(DEPLOY / "components" / c) for c in components],
+        }
+        Path(d, "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        return run_kubectl("kustomize", d)
 
 
-def kustomize(overlay: str) -> list[dict[str, Any]]:
-    """``kubectl kustomize deploy/overlays/<overlay>``, as documents (built once)."""
-    return [d for d in yaml.safe_load_all(_built(overlay)) if isinstance(d, dict)]
+def kustomize(overlay: str, *components: str) -> list[dict[str, Any]]:
+    """``kubectl kustomize deploy/overlays/<overlay>`` (with ``deploy/components/<c>`` added),
+    as documents (built once)."""
+    return [d for d in yaml.safe_load_all(_built(overlay, components)) if isinstance(d, dict)]
 
 
 def find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -65,12 +78,12 @@ def find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     return doc
 
 
-async def service_account_kubeconfig(
-    kube: Kube, admin_kubeconfig: Path, out: Path, *, seconds: int = 3600
-) -> Path:
-    """A kubeconfig for the deployed ServiceAccount, with a token from the TokenRequest API."""
+async def service_account_token(
+    kube: Kube, namespace: str, name: str, *, seconds: int = 3600
+) -> str:
+    """A token of ServiceAccount ``namespace/name`` from the TokenRequest API."""
     path = resource_path(
-        "v1", "serviceaccounts", namespace=NAMESPACE, name=SERVICE_ACCOUNT, subresource="token"
+        "v1", "serviceaccounts", namespace=namespace, name=name, subresource="token"
     )
     answer = await kube.create(
         path,
@@ -80,7 +93,15 @@ async def service_account_kubeconfig(
             "spec": {"expirationSeconds": seconds},
         },
     )
-    return write_token_kubeconfig(admin_kubeconfig, out, answer["status"]["token"])
+    return str(answer["status"]["token"])
+
+
+async def service_account_kubeconfig(
+    kube: Kube, admin_kubeconfig: Path, out: Path, *, seconds: int = 3600
+) -> Path:
+    """A kubeconfig for the deployed ServiceAccount, with a token from the TokenRequest API."""
+    token = await service_account_token(kube, NAMESPACE, SERVICE_ACCOUNT, seconds=seconds)
+    return write_token_kubeconfig(admin_kubeconfig, out, token)
 
 
 def write_token_kubeconfig(admin_kubeconfig: Path, out: Path, token: str) -> Path:
@@ -101,6 +122,11 @@ def write_token_kubeconfig(admin_kubeconfig: Path, out: Path, token: str) -> Pat
     return out
 
 
+def sa_token(kubeconfig: Path) -> str:
+    """The token of a kubeconfig written by :func:`write_token_kubeconfig`."""
+    return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -110,16 +136,37 @@ def free_port() -> int:
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-async def scrape(port: int, path: str = "/metrics") -> tuple[int, str]:
+async def scrape(
+    port: int,
+    path: str = "/metrics",
+    *,
+    token: str | None = None,
+    scheme: str = "https",
+    headers: dict[str, str] | None = None,
+    verify: ssl.SSLContext | None = None,
+    server_hostname: str | None = None,
+) -> tuple[int, str]:
+    """GET ``path`` on 127.0.0.1; over HTTPS the server's certificate is checked only against
+    ``verify`` (else accepted as upstream's ServiceMonitor does: insecureSkipVerify)."""
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    tls: ssl.SSLContext | bool = verify if verify is not None else False
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(10)) as resp,
+        session.get(
+            f"{scheme}://127.0.0.1:{port}{path}",
+            headers=sent,
+            ssl=tls if scheme == "https" else True,
+            server_hostname=server_hostname,
+            timeout=aiohttp.ClientTimeout(10),
+        ) as resp,
     ):
         return resp.status, await resp.text()
 
 
-async def metrics(port: int) -> Samples:
-    status, text = await scrape(port)
+async def metrics(port: int, token: str) -> Samples:
+    status, text = await scrape(port, token=token)
     assert status == 200, text
     return {
         (s.name, frozenset(s.labels.items())): s.value

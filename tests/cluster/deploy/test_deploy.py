@@ -9,12 +9,15 @@ operator registers it again, and two operators must never reconcile the same obj
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
+import ssl
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from lws_operator.api import constants as c
@@ -23,6 +26,7 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
 from lws_testbed.wait import wait_for_objects
+from tests.cluster.conftest import until
 from tests.cluster.controller.helpers import (
     create_available,
     is_available,
@@ -36,23 +40,38 @@ from tests.cluster.deploy.helpers import (
     NAMESPACE,
     OVERLAYS,
     find,
+    free_port,
     kustomize,
     run_kubectl,
+    sa_token,
+    scrape,
     service_account_kubeconfig,
     wait_namespace_gone,
 )
 
 MANAGER = "lws-controller-manager"
+RBAC = "rbac.authorization.k8s.io/v1"
 CLUSTER_SCOPED = (
-    ("rbac.authorization.k8s.io/v1", "clusterroles", "lws-manager-role"),
-    ("rbac.authorization.k8s.io/v1", "clusterroles", "lws-webhook-configuration-role"),
-    ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "lws-manager-rolebinding"),
-    (
-        "rbac.authorization.k8s.io/v1",
-        "clusterrolebindings",
-        "lws-webhook-configuration-rolebinding",
+    *(
+        (RBAC, "clusterroles", name)
+        for name in (
+            "lws-manager-role",
+            "lws-webhook-configuration-role",
+            "lws-proxy-role",
+            "lws-metrics-reader",
+        )
+    ),
+    *(
+        (RBAC, "clusterrolebindings", name)
+        for name in (
+            "lws-manager-rolebinding",
+            "lws-webhook-configuration-rolebinding",
+            "lws-proxy-rolebinding",
+            "lws-metrics-reader-rolebinding",
+        )
     ),
 )
+METRICS_SERVICE = "lws-controller-manager-metrics-service"
 
 
 def own_revision(revision: dict[str, Any]) -> bool:
@@ -91,29 +110,74 @@ def test_every_overlay_builds(overlay: str) -> None:
     assert manager["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert manager["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert "--leader-elect=true" in manager["args"]
-    roles = {d["metadata"]["name"] for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    # Metrics as upstream's: HTTPS on 8443 behind token review (no --metrics-secure=false).
+    assert "--metrics-bind-address=:8443" in manager["args"]
+    assert not any(a.startswith("--metrics-secure") for a in manager["args"])
+    metrics_service = find(docs, "Service", METRICS_SERVICE)
+    assert metrics_service["spec"]["ports"] == [
+        {"name": "https", "port": 8443, "protocol": "TCP", "targetPort": "metrics"}
+    ]
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    assert roles["lws-metrics-reader"]["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    assert roles["lws-proxy-role"]["rules"] == [
+        {
+            "apiGroups": ["authentication.k8s.io"],
+            "resources": ["tokenreviews"],
+            "verbs": ["create"],
+        },
+        {
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["subjectaccessreviews"],
+            "verbs": ["create"],
+        },
+    ]
+    bindings = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRoleBinding"}
+    for binding in ("lws-proxy-rolebinding", "lws-metrics-reader-rolebinding"):
+        assert bindings[binding]["subjects"] == [
+            {"kind": "ServiceAccount", "name": MANAGER, "namespace": NAMESPACE}
+        ]
     webhook = find(docs, "MutatingWebhookConfiguration", "lws-mutating-webhook-configuration")
     annotations = webhook["metadata"].get("annotations") or {}
+    everywhere = {
+        "lws-manager-role",
+        "lws-leader-election-role",
+        "lws-proxy-role",
+        "lws-metrics-reader",
+    }
     if overlay == "kind":
         assert "--webhook-service=lws-webhook-service" in manager["args"]
-        assert roles == {
-            "lws-manager-role",
+        assert f"--metrics-service={METRICS_SERVICE}" in manager["args"]
+        assert set(roles) == everywhere | {
             "lws-webhook-configuration-role",
-            "lws-leader-election-role",
             "lws-webhook-cert-role",
+            "lws-metrics-cert-role",
         }
+        assert roles["lws-metrics-cert-role"]["rules"][0]["resourceNames"] == [
+            "lws-metrics-server-cert"
+        ]
         assert not annotations
     else:
         assert "--cert-dir=/tmp/k8s-webhook-server/serving-certs" in manager["args"]
-        assert not any(a.startswith("--webhook-service") for a in manager["args"])
-        # The operator writes neither the certificate nor the webhook configuration.
-        assert roles == {"lws-manager-role", "lws-leader-election-role"}
+        assert "--metrics-cert-dir=/tmp/k8s-metrics-server/serving-certs" in manager["args"]
+        assert not any(
+            a.startswith(("--webhook-service", "--metrics-service")) for a in manager["args"]
+        )
+        # The operator writes neither the certificates nor the webhook configuration.
+        assert set(roles) == everywhere
         volumes = {v["name"]: v for v in spec["volumes"]}
         assert volumes["cert"]["secret"]["secretName"] == "lws-webhook-server-cert"
+        assert volumes["metrics-cert"]["secret"]["secretName"] == "lws-metrics-server-cert"
+        mounts = {m["name"]: m["mountPath"] for m in manager["volumeMounts"]}
+        assert mounts["metrics-cert"] == "/tmp/k8s-metrics-server/serving-certs"
     if overlay == "openshift":
         service = find(docs, "Service", "lws-webhook-service")
         assert service["metadata"]["annotations"] == {
             "service.beta.openshift.io/serving-cert-secret-name": "lws-webhook-server-cert"
+        }
+        assert metrics_service["metadata"]["annotations"] == {
+            "service.beta.openshift.io/serving-cert-secret-name": "lws-metrics-server-cert"
         }
         assert annotations == {"service.beta.openshift.io/inject-cabundle": "true"}
     if overlay == "cert-manager":
@@ -121,6 +185,61 @@ def test_every_overlay_builds(overlay: str) -> None:
         cert = find(docs, "Certificate", "lws-serving-cert")
         assert cert["spec"]["secretName"] == "lws-webhook-server-cert"
         assert "lws-webhook-service.lws-system.svc" in cert["spec"]["dnsNames"]
+        metrics_cert = find(docs, "Certificate", "lws-metrics-cert")
+        assert metrics_cert["spec"]["secretName"] == "lws-metrics-server-cert"
+        assert f"{METRICS_SERVICE}.lws-system.svc" in metrics_cert["spec"]["dnsNames"]
+    assert not [d for d in docs if d["kind"] == "ServiceMonitor"]  # only with its component
+
+
+@pytest.mark.parametrize(
+    ("overlay", "component", "ca"),
+    [
+        ("kind", "prometheus", {"secret": {"name": "lws-metrics-server-cert", "key": "ca.crt"}}),
+        (
+            "cert-manager",
+            "prometheus",
+            {"secret": {"name": "lws-metrics-server-cert", "key": "ca.crt"}},
+        ),
+        (
+            "openshift",
+            "prometheus-openshift",
+            {"configMap": {"name": "lws-metrics-serving-ca", "key": "service-ca.crt"}},
+        ),
+    ],
+)
+def test_the_service_monitor_scrapes_with_a_reader_token_and_verifies_the_server(
+    overlay: str, component: str, ca: dict[str, Any]
+) -> None:
+    docs = kustomize(overlay, component)
+    monitor = find(docs, "ServiceMonitor", "lws-controller-manager-metrics-monitor")
+    service = find(docs, "Service", METRICS_SERVICE)
+    labels = service["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert (endpoint["scheme"], endpoint["path"]) == ("https", "/metrics")
+    # No file of the Prometheus pod (OpenShift's user-workload monitoring refuses those).
+    assert "bearerTokenFile" not in endpoint and "caFile" not in endpoint["tlsConfig"]
+    assert endpoint["tlsConfig"] == {
+        "serverName": f"{METRICS_SERVICE}.{NAMESPACE}.svc",
+        "ca": ca,
+    }
+    token = endpoint["authorization"]["credentials"]
+    secret = find(docs, "Secret", token["name"])
+    assert secret["type"] == "kubernetes.io/service-account-token" and token["key"] == "token"
+    scraper = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    (binding,) = [
+        d
+        for d in docs
+        if d["kind"] == "ClusterRoleBinding"
+        and {"kind": "ServiceAccount", "name": scraper, "namespace": NAMESPACE} in d["subjects"]
+    ]
+    assert binding["roleRef"]["name"] == "lws-metrics-reader"
+    if overlay == "openshift":
+        bundle = find(docs, "ConfigMap", "lws-metrics-serving-ca")
+        assert bundle["metadata"]["annotations"] == {
+            "service.beta.openshift.io/inject-cabundle": "true"
+        }
 
 
 @pytest.fixture(scope="module")
@@ -179,16 +298,22 @@ async def test_pod_security_restricted_admits_the_operator(kube: Kube, installed
 
 
 async def test_other_overlays_apply_server_side(kubeconfig: Path, installed: None) -> None:
-    """openshift and cert-manager, as a server-side dry run (cert-manager's own kinds are not
-    installed here, so its Issuer and Certificate are left out; the CRD is the kind overlay's,
-    applied already)."""
+    """openshift and cert-manager, and the Prometheus components, as a server-side dry run
+    (cert-manager's own kinds are not installed here, so its Issuer and Certificate are left
+    out; the CRD is the kind overlay's, applied already)."""
     import yaml
 
-    for overlay in ("openshift", "cert-manager"):
+    for overlay, components in (
+        ("openshift", ()),
+        ("cert-manager", ()),
+        ("kind", ("prometheus",)),
+        ("openshift", ("prometheus-openshift",)),
+    ):
+        # (No ServiceMonitor CRD here either: the component's other objects are applied.)
         docs = [
             d
-            for d in kustomize(overlay)
-            if not d["apiVersion"].startswith("cert-manager.io")
+            for d in kustomize(overlay, *components)
+            if not d["apiVersion"].startswith(("cert-manager.io", "monitoring.coreos.com"))
             and d["kind"] != "CustomResourceDefinition"
         ]
         run_kubectl(
@@ -226,10 +351,36 @@ async def test_the_service_account_runs_the_operator(
     roll out, delete. Then the certificate Secret path of in-cluster mode."""
     client, sa_config = sa_kube
     log = tmp_path / "operator.log"
+    metrics_port = free_port()
     op = await start_operator(
-        kube, sa_config, log, "--leader-elect", "--operator-namespace", NAMESPACE
+        kube,
+        sa_config,
+        log,
+        "--leader-elect",
+        "--operator-namespace",
+        NAMESPACE,
+        # Secure metrics as in cluster: certificate in its Secret, scrapes reviewed.
+        "--metrics-bind-address",
+        f"127.0.0.1:{metrics_port}",
+        "--metrics-service",
+        METRICS_SERVICE,
     )
     try:
+        # As upstream's e2e: the ServiceAccount's own token may read the metrics (the
+        # operator's TokenReview and SubjectAccessReview need lws-proxy-role); the server's
+        # certificate is the Secret's, for the Service's name.
+        secret = await kube.get(
+            resource_path("v1", "secrets", namespace=NAMESPACE, name=certs.METRICS_SECRET_NAME)
+        )
+        ca = base64.b64decode(secret["data"]["ca.crt"]).decode()
+        status, text = await scrape(
+            metrics_port,
+            token=sa_token(sa_config),
+            verify=ssl.create_default_context(cadata=ca),
+            server_hostname=f"{METRICS_SERVICE}.{NAMESPACE}.svc",
+        )
+        assert status == 200 and "controller_runtime_webhook_requests_total" in text, text
+        await _follows_a_renewal_by_another_replica(kube, metrics_port, sa_token(sa_config))
         ns, name = namespace, "rbac"
         body = lws_body(
             name,
@@ -304,6 +455,29 @@ async def test_the_service_account_runs_the_operator(
     async for kind, _ in client.watch(secrets, field_selector=own, timeout_seconds=5):
         assert kind == "ADDED"
         break
+
+
+async def _follows_a_renewal_by_another_replica(kube: Kube, port: int, token: str) -> None:
+    """Another replica renews the metrics certificate (here: the test writes a new one into
+    the Secret): the operator watches the Secret and serves the new one."""
+    path = resource_path("v1", "secrets", namespace=NAMESPACE, name=certs.METRICS_SECRET_NAME)
+    secret = await kube.get(path)
+    names = certs.service_dns_names(METRICS_SERVICE, NAMESPACE)
+    fresh = certs.issue(dns_names=names, ca_name="another-replica")
+    body = certs._secret_body(certs.METRICS_SECRET_NAME, NAMESPACE, fresh)
+    body["metadata"]["resourceVersion"] = secret["metadata"]["resourceVersion"]
+    await kube.replace(path, body)
+    verify = ssl.create_default_context(cadata=fresh.ca.cert_pem.decode())
+
+    async def serves_it() -> bool:
+        try:
+            status, _ = await scrape(port, token=token, verify=verify, server_hostname=names[0])
+        except aiohttp.ClientConnectorCertificateError:
+            return False
+        return status == 200
+
+    # (What a server presents cannot be watched: asked again until it changes, bounded.)
+    await until(serves_it, timeout=30, what="the renewed metrics certificate served")
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from tests.cluster.controller.helpers import (
     lws_path,
     wait_lws,
 )
+from tests.cluster.deploy.conftest import Scrapers
 from tests.cluster.deploy.helpers import (
     Samples,
     free_port,
@@ -59,9 +60,10 @@ class Replica:
     op: OperatorProcess
     metrics_port: int
     health_port: int
+    scrape_token: str  # allowed to get /metrics
 
     async def metrics(self) -> Samples:
-        return await metrics(self.metrics_port)
+        return await metrics(self.metrics_port, self.scrape_token)
 
     def log_records(self) -> list[dict[str, Any]]:
         records = []
@@ -92,6 +94,7 @@ async def replicas(
     lease_namespace: str,
     pause_session_operator: Callable[[], contextlib.AbstractAsyncContextManager[None]],
     tmp_path_factory: pytest.TempPathFactory,
+    scrapers: Scrapers,
 ) -> AsyncIterator[dict[str, Replica]]:
     """op-a, started first and so the leader; then op-b, whose webhook registration is the
     last one (out of cluster each registers its own URL), so the API server calls the
@@ -120,7 +123,7 @@ async def replicas(
             )
         finally:
             del os.environ["POD_NAME"]
-        started[name] = Replica(name, op, *ports)
+        started[name] = Replica(name, op, *ports, scrapers.reader)
         return started[name]
 
     async with pause_session_operator():
@@ -177,7 +180,7 @@ async def test_only_the_leader_reconciles_and_every_replica_serves_the_webhook(
         assert value(ma, gauge, namespace=ns, leaderworkerset=name) == want, gauge
     for replica in (a, b):
         for path in ("/healthz", "/readyz"):
-            status, body = await scrape(replica.health_port, path)
+            status, body = await scrape(replica.health_port, path, scheme="http")
             assert status == 200, (replica.name, path, body)
 
     # A group recreation: counted, logged with its LWS and group, shown by kubectl lws status.

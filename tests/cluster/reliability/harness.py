@@ -17,8 +17,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
-from lws_operator.plan.meta import controller_of
+from lws_operator.plan.meta import controller_of, pod_ready
 from lws_testbed.operator_process import OperatorProcess
 from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import is_available, lws_path, short_pods
@@ -131,8 +130,8 @@ async def assert_converged(
             lambda o: (
                 f"{ns}/{name}" in o
                 and is_available(o[f"{ns}/{name}"], replicas)
-                and (o[f"{ns}/{name}"].get("status") or {}).get("updatedReplicas") == replicas
-                and (o[f"{ns}/{name}"].get("status") or {}).get("replicas") == replicas
+                and (o[f"{ns}/{name}"].get("status") or {}).get("updatedReplicas", 0) == replicas
+                and (o[f"{ns}/{name}"].get("status") or {}).get("replicas", 0) == replicas
             ),
             timeout=timeout,
             what=f"LWS {name} Available with {replicas} ready, updated groups",
@@ -195,7 +194,7 @@ async def assert_converged(
         partition = ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get(
             "partition"
         ) or 0
-        return bool(spec.get("replicas") == replicas and partition == 0)
+        return bool(spec.get("replicas", 0) == replicas and partition == 0)
 
     sts = await wait_for_objects(
         kube,

@@ -146,6 +146,20 @@ async def test_a_foreign_statefulset_named_like_a_group_is_kept_and_reported(
     lws = await kube.create(lws_path(ns), lws_body(NAME, replicas=2, size=2))
     notes = await _warnings(kube, ns, lws["metadata"]["uid"], f"{NAME}-1")
     assert any("not owned" in n for n in notes), notes
+    # Reported again while it stays (every 15 s), as one Event with a count (issue 12.5).
+    repeated = await wait_for_objects(
+        kube,
+        resource_path("events.k8s.io/v1", "events", namespace=ns),
+        lambda objs: any(
+            "not owned" in (e.get("note") or "") and (e.get("series") or {}).get("count", 1) >= 2
+            for e in objs.values()
+        ),
+        timeout=60,
+        what="the repeated Warning counted in a series",
+        field_selector=f"regarding.uid={lws['metadata']['uid']}",
+    )
+    same = [e for e in repeated.values() if f"StatefulSet {NAME}-1 exists" in e.get("note", "")]
+    assert len(same) == 1, [e.get("note") for e in same]
     await wait_for_objects(
         kube,
         resource_path("v1", "pods", namespace=ns),

@@ -53,7 +53,11 @@ async def own_operator(
     replace_session_operator: Callable[..., contextlib.AbstractAsyncContextManager[Any]],
 ) -> AsyncIterator[tuple[OperatorProcess, str]]:
     address = f"127.0.0.1:{_free_port()}"
-    async with replace_session_operator("--metrics-bind-address", address) as op:
+    # Plain HTTP, explicitly: this test reads the heap gauge, not the scrape authorization
+    # (tests/cluster/deploy/test_metrics.py).
+    async with replace_session_operator(
+        "--metrics-bind-address", address, "--metrics-secure=false"
+    ) as op:
         yield op, f"http://{address}/metrics"
 
 

@@ -41,7 +41,7 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready, statefulset_ready
+from lws_operator.plan.meta import pod_ready, statefulset_ready
 from lws_testbed.local import LocalCluster
 from lws_testbed.simulate import HOLD_READY_ANNOTATION, make_ready, make_unready
 from lws_testbed.wait import Objects, wait_for_objects
@@ -107,6 +107,16 @@ def pair_of(sts: dict[str, Any]) -> Pair:
 
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
     return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+async def event_notes(kube: Kube, ns: str, name: str, reason: str, action: str) -> list[str]:
+    """The notes of the LWS's events with ``reason`` and ``action``, oldest first."""
+    listing = await kube.list(
+        resource_path("events.k8s.io/v1", "events", namespace=ns),
+        field_selector=f"regarding.name={name},regarding.kind=LeaderWorkerSet",
+    )
+    events = [e for e in listing["items"] if (e["reason"], e["action"]) == (reason, action)]
+    return [e["note"] for e in sorted(events, key=lambda e: e["eventTime"])]
 
 
 class Rollout:
@@ -489,6 +499,8 @@ async def test_u1_m1(kube: Kube, lws_namespace: str) -> None:
         await r.ready(0)
         await r.available(4)
         r.check([(4, 0), (5, 4), (5, 3), (5, 2), (5, 1), (5, 0), (4, 0)])
+    notes = await event_notes(kube, lws_namespace, "u1m1", "GroupsProgressing", "Delete")
+    assert notes == ["deleting surge replica u1m1-4"]  # upstream's event, once
 
 
 async def test_u2_m2(kube: Kube, lws_namespace: str) -> None:
@@ -512,6 +524,14 @@ async def test_u2_m2(kube: Kube, lws_namespace: str) -> None:
         await r.ready(1, 0)
         await r.available(4)
         r.check([(4, 0), (6, 4), (6, 2), (4, 2), (4, 0)])
+    notes = await event_notes(kube, lws_namespace, "u2m2", "GroupsProgressing", "Delete")
+    assert notes == ["deleting surge replicas from u2m2-4 to u2m2-5"]
+    notes = await event_notes(kube, lws_namespace, "u2m2", "GroupsUpdating", "Update")
+    updating = [n for n in notes if n.startswith("Updating")]  # not the condition's event
+    assert updating == [
+        "Updating replicas 2 to 3 (inclusive)",
+        "Updating replicas 0 to 1 (inclusive)",
+    ]
 
 
 async def test_scale_up_with_template_change(kube: Kube, lws_namespace: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.nodes import RACK_LABEL, ZONE_LABEL
 from lws_testbed.wait import Objects
 from tests.cluster.controller.helpers import (

@@ -19,7 +19,7 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import labels_of, pod_ready
+from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed.nodes import RACK_LABEL
 from lws_testbed.operator_process import OperatorProcess
 from lws_testbed.wait import Objects, wait_for_objects

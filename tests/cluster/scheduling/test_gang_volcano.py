@@ -22,7 +22,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.kube_schema import QUANTITY_PATTERN
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import labels_of
+from lws_operator.plan.meta import labels_of
 from lws_testbed.manifests import wait_established
 from lws_testbed.operator_process import OperatorProcess
 from lws_testbed.wait import wait_for_objects

@@ -17,7 +17,7 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import labels_of
+from lws_operator.plan.meta import labels_of
 from lws_testbed.storage import storage_class, volumes
 from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import (

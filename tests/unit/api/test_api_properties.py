@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lws_operator.api import LeaderWorkerSet, validate
-from lws_operator.api.rules import max_group_index, max_name_length, scaled_value
+from lws_operator.api.intstr import scaled_value
+from lws_operator.api.rules import _scaled_or_none, max_group_index, max_name_length
 from tests.unit.api.lws_testdata import base_object, lws_objects
 
 
@@ -21,8 +22,9 @@ def test_percentages_scale_like_intstr(replicas: int, percent: int, zeros: int) 
 
 
 @given(st.sampled_from(["101%", "1.5%", "%", "x", "-1%", "1"]), st.integers(0, 100))
-def test_invalid_percentages_do_not_scale(value: str, replicas: int) -> None:
-    assert scaled_value(value, replicas, round_up=True) is None
+def test_the_rules_scale_no_invalid_percentage(value: str, replicas: int) -> None:
+    """As their CEL does: a percentage above 100% is refused by a rule of its own."""
+    assert _scaled_or_none(value, replicas, round_up=True) is None
 
 
 @given(

@@ -1,18 +1,33 @@
-from lws_operator.controller.cache import Cache, project_pod, project_revision
+from lws_operator.api import constants as c
+from lws_operator.controller.cache import Cache, project_node, project_pod, project_revision
 
 
-def deleted_pod(name: str, owner: str) -> dict[str, object]:
-    return {"metadata": {"name": name, "ownerReferences": [{"uid": owner, "controller": True}]}}
+def deleted_pod(name: str, owner: str, worker: str = "1") -> dict[str, object]:
+    return {
+        "metadata": {
+            "name": name,
+            "uid": f"{name}-uid",
+            "labels": {c.WORKER_INDEX_LABEL: worker, c.GROUP_INDEX_LABEL: "0"},
+            "ownerReferences": [{"uid": owner, "controller": True}],
+        }
+    }
 
 
-def test_deleted_pods_are_remembered_per_lws_and_forgotten_with_it() -> None:
+def test_deleted_worker_pods_are_kept_until_settled_or_the_lws_is_gone() -> None:
     cache = Cache()
-    cache.pod_deleted(("ns", "a"), deleted_pod("a-0-1", "sts-uid"))
-    cache.pod_deleted(("ns", "a"), {"metadata": {"name": "no-owner"}})
-    assert cache.lost_pods(("ns", "a")) == [("a-0-1", "sts-uid")]
-    assert cache.lost_pods(("ns", "b")) == []
-    cache.forget(("ns", "a"))
-    assert cache.lost_pods(("ns", "a")) == []
+    a, b = ("ns", "a"), ("ns", "b")
+    cache.changed("lws_pods", "DELETED", a, deleted_pod("a-0-1", "sts-uid"))
+    cache.changed("lws_pods", "DELETED", a, deleted_pod("a-0-2", "sts-uid"))
+    cache.changed(
+        "lws_pods", "DELETED", a, deleted_pod("a-0", "leader-sts", worker="0")
+    )  # a leader: no record
+    cache.changed("lws_pods", "DELETED", a, {"metadata": {"name": "no-owner"}})
+    assert [r.name for r in cache.observe(a).lost] == ["a-0-1", "a-0-2"]
+    assert cache.observe(b).lost == ()
+    cache.settle(a, ["a-0-1-uid"])
+    assert [r.name for r in cache.observe(a).lost] == ["a-0-2"]
+    cache.forget(a)
+    assert cache.observe(a).lost == ()
 
 
 def test_pod_projection_keeps_what_the_planner_reads() -> None:
@@ -28,11 +43,42 @@ def test_pod_projection_keeps_what_the_planner_reads() -> None:
             "containerStatuses": [{"name": "c", "restartCount": 2, "imageID": "sha"}],
         },
     }
+    pod["spec"]["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "1"}}}]
+    pod["status"]["initContainerStatuses"] = [{"name": "i", "restartCount": 1, "ready": True}]
     out = project_pod(pod)
     assert "managedFields" not in out["metadata"]
-    assert out["spec"] == {"nodeName": "n", "requestsTpus": True}
+    # A subset of the pod: every field means what it means in the API.
+    assert out["spec"] == {
+        "nodeName": "n",
+        "containers": [{"name": "c", "resources": {"limits": {"google.com/tpu": "4"}}}],
+    }
     assert out["status"]["containerStatuses"] == [{"name": "c", "restartCount": 2}]
+    assert out["status"]["initContainerStatuses"] == [{"name": "i", "restartCount": 1}]
     assert out["status"]["phase"] == "Running"
+
+
+def test_node_projection_keeps_labels_readiness_and_the_out_of_service_taint() -> None:
+    node = {
+        "metadata": {"name": "n", "labels": {"zone": "a"}, "annotations": {"big": "x" * 99}},
+        "spec": {
+            "taints": [
+                {"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"},
+                {"key": "gpu", "effect": "NoSchedule"},
+            ]
+        },
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "False", "message": "kubelet stopped"},
+                {"type": "MemoryPressure", "status": "False"},
+            ],
+            "images": [{"names": ["big"]}] * 50,
+        },
+    }
+    assert project_node(node) == {
+        "metadata": {"name": "n", "labels": {"zone": "a"}},
+        "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
 
 
 def test_statefulset_revisions_are_not_ours() -> None:

@@ -27,7 +27,7 @@ def informer() -> tuple[Informer, list[tuple[str, tuple[str, str], str]]]:
 
 
 def names(inf: Informer, key: tuple[str, str]) -> set[str]:
-    return {o["metadata"]["name"] for o in inf.get(key)}
+    return {o["metadata"]["name"] for o in inf.get(key).values()}
 
 
 def test_events_keep_projections_by_lws_and_wake_it() -> None:
@@ -36,8 +36,9 @@ def test_events_keep_projections_by_lws_and_wake_it() -> None:
     inf.apply("ADDED", pod("b-0", "b"))
     inf.apply("MODIFIED", pod("a-0", "a", rv="2"))
     assert names(inf, ("ns", "a")) == {"a-0"} and len(inf) == 2
-    assert next(inf.get(("ns", "a")))["metadata"]["resourceVersion"] == "2"
-    assert "spec" in next(inf.get(("ns", "a"))) and "containers" not in next(inf.get(("ns", "a")))
+    kept = inf.get(("ns", "a"))["a-0"]
+    assert kept["metadata"]["resourceVersion"] == "2"
+    assert "spec" in kept and "containers" not in kept["spec"]
     inf.apply("DELETED", pod("a-0", "a", rv="3"))
     assert names(inf, ("ns", "a")) == set() and len(inf) == 1
     assert seen == [

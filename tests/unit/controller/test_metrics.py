@@ -14,12 +14,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from lws_operator.controller.logs import ContextFilter, JsonFormatter, reconciling
 from lws_operator.controller.metrics import (
     Metrics,
+    MetricsServing,
     group_state,
     parse_bind_address,
     serve_endpoints,
 )
 from lws_operator.controller.queue import WorkQueue
-from lws_operator.plan.status import ObservedGroup
+from tests.unit.plan.groups import CURRENT, group
 
 
 def samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -30,15 +31,11 @@ def samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def group(index: int, *, ready: bool = True, updated: bool = True) -> ObservedGroup:
-    return ObservedGroup(index, ready, updated, True, ready, updated)
-
-
 def test_group_states_partition_the_groups() -> None:
-    assert group_state(group(0)) == "ready"
-    assert group_state(group(0, ready=False)) == "not_ready"
-    assert group_state(group(0, ready=False, updated=False)) == "updating"
-    assert group_state(group(0, updated=False)) == "updating"
+    assert group_state(group(0), CURRENT, 2) == "ready"
+    assert group_state(group(0, ready=False), CURRENT, 2) == "not_ready"
+    assert group_state(group(0, ready=False, updated=False), CURRENT, 2) == "updating"
+    assert group_state(group(0, updated=False), CURRENT, 2) == "updating"
 
 
 async def test_reconcile_wrapper_counts_results_errors_and_time() -> None:
@@ -89,7 +86,7 @@ async def test_queue_depth_and_adds() -> None:
 def test_lws_series_and_forgetting_them() -> None:
     m = Metrics()
     groups = [group(0), group(1, ready=False), group(2, updated=False)]
-    m.groups_observed("ns", "x", groups, desired=3, rollout_done=False)
+    m.groups_observed("ns", "x", groups, CURRENT, 2, desired=3, rollout_done=False)
     m.group_recreated("ns", "x", "deleted")
     m.group_recreated("ns", "x", "deleted")
     s = samples(m)
@@ -117,7 +114,8 @@ async def test_endpoints_serve_metrics_health_and_readiness() -> None:
     m = Metrics()
     m.webhook_request("/mutate--v1-pod", 200, 0.01)
     ready = {"webhook": True, "informers": False}
-    endpoints = await serve_endpoints("127.0.0.1:0", "127.0.0.1:0", m, lambda: iter(ready.items()))
+    plain = MetricsServing("127.0.0.1:0", secure=False)  # (secure: tests/cluster/deploy)
+    endpoints = await serve_endpoints(plain, "127.0.0.1:0", m, lambda: iter(ready.items()))
     metrics_port, health_port = (e.port for e in endpoints)
     try:
         async with aiohttp.ClientSession() as http:

@@ -6,13 +6,13 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
-from lws_operator.plan.groups import observe_groups
+from lws_operator.plan.groups import failure, observe_groups
 from lws_operator.plan.restart import (
-    failure,
-    next_overdue,
+    Lost,
+    Recreations,
     node_lost,
-    overdue_terminating,
     plan_recreations,
+    stuck_pods,
 )
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
@@ -79,19 +79,29 @@ def world(**changes: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return pods, stss
 
 
-def plan(pods: dict[str, Any], stss: dict[str, Any], **kw: Any) -> list[tuple[int, str]]:
+def recreations(pods: dict[str, Any], stss: dict[str, Any], **kw: Any) -> Recreations:
     groups = observe_groups(
         lws_name="s", count=2, leader_sts_uid="leader-sts", pods=pods, statefulsets=stss
     )
-    out = plan_recreations(
+    return plan_recreations(
         policy=kw.pop("policy", RestartPolicy.RECREATE_GROUP_ON_POD_RESTART),
         lws_annotations=kw.pop("annotations", {}),
+        lws_name="s",
         size=3,
         groups=groups,
         pods=pods,
         **kw,
     )
-    return [(p.index, p.culprit) for p in out]
+
+
+def plan(pods: dict[str, Any], stss: dict[str, Any], **kw: Any) -> list[tuple[int, str]]:
+    return [(p.index, p.culprit) for p in recreations(pods, stss, **kw).groups]
+
+
+def lost(name: str, owner: str, *, group: int = 1, key: str = "k") -> Lost:
+    record = Lost.of(pod(name, owner, group=group, worker=1, key=key))
+    assert record is not None
+    return record
 
 
 def test_a_worker_restart_recreates_its_group_only() -> None:
@@ -145,8 +155,59 @@ def test_after_start_waits_while_pending_or_incomplete() -> None:
 def test_a_pod_deleted_before_we_saw_it_terminating_still_counts() -> None:
     pods, stss = world()
     del pods["s-1-1"]
-    assert plan(pods, stss, lost_pods=[("s-1-1", "s-1-sts-uid")]) == [(1, "s-1-1")]
-    assert plan(pods, stss, lost_pods=[("s-1-1", "gone-sts-uid")]) == []
+    gone = lost("s-1-1", "s-1-sts-uid")
+    out = recreations(pods, stss, lost=[gone])
+    assert [(p.index, p.culprit, p.why) for p in out.groups] == [(1, "s-1-1", "deleted")]
+    assert out.groups[0].lost == {gone.uid} and not out.dropped  # settled by the recreation
+
+
+def test_lost_pods_of_another_incarnation_are_dropped() -> None:
+    pods, stss = world()
+    older = lost("s-1-1", "gone-sts-uid")
+    out = recreations(pods, stss, lost=[older])
+    assert out.groups == () and out.dropped == {older.uid}
+
+
+def test_lost_pods_wait_until_their_group_has_an_incarnation_to_judge_them_by() -> None:
+    pods, stss = world()
+    del stss["s-1"]  # the new leader's workers are not created yet
+    waiting = lost("s-1-1", "old-sts-uid")
+    out = recreations(pods, stss, lost=[waiting])
+    assert out.groups == () and not out.dropped
+
+
+def test_after_start_drops_a_deletion_seen_while_the_group_starts() -> None:
+    """Parity fix: upstream acts only on the event in hand. A worker deleted while another is
+    Pending is skipped, and must not recreate the group once all its pods run, later."""
+    after = RestartPolicy.RECREATE_GROUP_AFTER_START
+    pods, stss = world(s_1_2=pod("s-1-2", "s-1-sts-uid", group=1, worker=2, phase="Pending"))
+    del pods["s-1-1"]
+    gone = lost("s-1-1", "s-1-sts-uid")
+    out = recreations(pods, stss, policy=after, lost=[gone])
+    assert out.groups == () and out.dropped == {gone.uid}
+    running, stss = world()  # the replacement scheduled, everything Running, nothing lost
+    assert plan(running, stss, policy=after) == []
+
+
+def test_lost_pods_are_dropped_when_nothing_recreates_groups() -> None:
+    pods, stss = world()
+    gone = lost("s-1-1", "s-1-sts-uid")
+    beyond = lost("s-5-1", "s-5-sts-uid", group=5)
+    assert recreations(pods, stss, policy=RestartPolicy.NONE, lost=[gone]).dropped == {gone.uid}
+    assert recreations(pods, stss, lost=[beyond]).dropped == {beyond.uid}  # scaled down
+    rolled = lost("s-1-1", "s-1-sts-uid", key="old")
+    out = recreations(pods, stss, lost=[rolled])
+    assert out.groups == () and out.dropped == {rolled.uid}
+
+
+def test_leader_deletions_leave_no_lost_record() -> None:
+    assert Lost.of(pod("s-1", "leader-sts", group=1)) is None
+
+
+def test_init_container_restarts_count() -> None:
+    p = pod("p", "o")
+    p["status"]["initContainerStatuses"] = [{"name": "init", "restartCount": 1}]
+    assert failure(p) == "restarted"
 
 
 def test_a_leader_being_deleted_is_already_being_recreated() -> None:
@@ -165,15 +226,57 @@ def test_failure_rules(restarts: int, phase: str) -> None:
         assert why is None
 
 
-def test_stuck_terminating_pods_and_lost_nodes() -> None:
-    on_time = pod("a", "o", deleting="2026-11-30T11:59:50Z")
-    overdue = pod("b", "o", deleting="2026-11-30T11:58:00Z")
-    pods = {"a": on_time, "b": overdue, "c": pod("c", "o")}
-    assert [p["metadata"]["name"] for p, _ in overdue_terminating(pods, NOW)] == ["b"]
-    assert next_overdue(pods, NOW) == 20.0
+def test_stuck_terminating_pods_of_our_groups_only() -> None:
+    on_time = pod("a", "ours", deleting="2026-11-30T11:59:50Z")
+    overdue = pod("b", "ours", deleting="2026-11-30T11:58:00Z")
+    foreign = pod("f", "someone-else", deleting="2026-11-30T11:58:00Z")
+    for p in (on_time, overdue, foreign):
+        p["spec"] = {"nodeName": "gone"}
+    healthy = pod("h", "ours", deleting="2026-11-30T11:58:00Z")
+    healthy["spec"] = {"nodeName": "fine"}
+    fine = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+    def ours(p: Any) -> bool:
+        return bool(p["metadata"]["ownerReferences"][0]["uid"] == "ours")
+
+    out = stuck_pods([on_time, overdue, foreign, healthy], ours=ours, nodes={"fine": fine}, now=NOW)
+    assert [p["metadata"]["name"] for p in out.release] == ["b"]
+    assert out.wait == 20.0
+    assert "force-deleted" in out.event(overdue).note
+
+
+def test_lost_nodes() -> None:
     ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert not node_lost(ready)
     assert node_lost(None)
     assert node_lost({"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
     out = {**ready, "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service"}]}}
     assert node_lost(out)
+
+
+def test_pods_made_by_our_statefulsets_of_any_incarnation_are_ours() -> None:
+    from lws_operator.plan.groups import made_by_groups
+
+    lws_ref = {"kind": "LeaderWorkerSet", "uid": "lws-uid", "controller": True}
+    leader_ref = {"kind": "Pod", "name": "s-0", "uid": "leader", "controller": True}
+    stss = {
+        "s": {"metadata": {"name": "s", "uid": "lsts", "ownerReferences": [lws_ref]}},
+        "s-0": {"metadata": {"name": "s-0", "uid": "wsts", "ownerReferences": [leader_ref]}},
+        "s-1": {"metadata": {"name": "s-1", "uid": "foreign"}},
+    }
+
+    def made_by(name: str, uid: str) -> bool:
+        owned = {
+            "metadata": {
+                "ownerReferences": [
+                    {"kind": "StatefulSet", "name": name, "uid": uid, "controller": True}
+                ]
+            }
+        }
+        return made_by_groups(owned, lws_name="s", lws_uid="lws-uid", statefulsets=stss)
+
+    assert made_by("s", "lsts") and made_by("s-0", "wsts")
+    assert made_by("s-0", "previous-incarnation")  # its StatefulSet is gone already
+    assert not made_by("s-1", "foreign")  # a look-alike someone else owns
+    assert not made_by("other", "x")
+    assert not made_by_groups({"metadata": {}}, lws_name="s", lws_uid="lws-uid", statefulsets=stss)

@@ -133,3 +133,80 @@ def test_key_is_stable_and_matches_itself(size: int, policy: str) -> None:
     content = rev.revision_content(s)
     assert rev.revision_key(s) == rev.safe_encode(str(rev.fnv1_32(rev.content_bytes(content))))
     assert rev.matches({"data": content}, s)
+
+
+def _lws(**template: Any) -> Any:
+    from lws_operator.api.models import LeaderWorkerSet
+
+    return LeaderWorkerSet.model_validate(
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": c.KIND,
+            "metadata": {"name": "demo", "namespace": "ns", "uid": "u"},
+            "spec": spec(**template).to_dict(),
+        }
+    )
+
+
+def _stored(lws: Any, key: str, number: int = 1, owner: str = "u") -> dict[str, Any]:
+    body = rev.controller_revision(
+        lws_name="demo",
+        namespace="ns",
+        lws_uid=owner,
+        key=key,
+        number=number,
+        content=rev.revision_content(lws.spec),
+    )
+    body["metadata"]["uid"] = f"rev-{key}"
+    return body
+
+
+def _choose(lws: Any, sts_key: str | None, revisions: list[dict[str, Any]]) -> Any:
+    sts = None if sts_key is None else {"metadata": {"labels": {c.REVISION_KEY: sts_key}}}
+    return rev.choose_revision(
+        lws,
+        leader_sts=sts,
+        revisions={r["metadata"]["name"]: r for r in revisions},
+        matches=lambda r: rev.matches(dict(r), lws.spec),
+    )
+
+
+def test_a_new_lws_gets_a_first_revision() -> None:
+    lws = _lws()
+    choice = _choose(lws, None, [])
+    assert (choice.key, choice.changed) == (rev.revision_key(lws.spec), False)
+    assert choice.create is not None and choice.create["revision"] == 1
+    assert choice.note.endswith("for a newly created LeaderWorkerSet")
+
+
+def test_the_leader_statefulsets_revision_is_kept_while_it_holds_the_spec() -> None:
+    lws = _lws()
+    assert _choose(lws, "old-key", [_stored(lws, "old-key")]) == rev.RevisionChoice(
+        "old-key", False
+    )
+
+
+def test_a_changed_template_gets_a_new_revision_and_starts_a_rollout() -> None:
+    old, new = _lws(), _lws(size=3)
+    choice = _choose(new, "k1", [_stored(old, "k1")])
+    assert choice.changed and choice.key == rev.revision_key(new.spec)
+    assert choice.create is not None and choice.create["revision"] == 2
+    assert choice.note == f"Creating revision with key {choice.key} for updated LWS"
+    back = _choose(old, "k2", [_stored(old, "k1"), _stored(new, "k2", 2)])
+    assert back == rev.RevisionChoice("k1", True)  # back to an existing revision: no new one
+
+
+def test_a_leader_statefulset_without_its_revision_gets_the_spec_under_its_key() -> None:
+    lws = _lws()
+    choice = _choose(lws, "theirs", [])
+    assert (choice.key, choice.changed) == ("theirs", False)
+    assert choice.create is not None and choice.note == "Creating missing revision with key theirs"
+
+
+def test_history_keeps_the_current_revision_and_what_others_own() -> None:
+    lws = _lws()
+    revisions = {
+        r["metadata"]["name"]: r
+        for r in (_stored(lws, "a"), _stored(lws, "b", 2), _stored(lws, "c", 3, owner="other"))
+    }
+    assert rev.revisions_to_delete(revisions, key="b", lws_uid="u") == ["demo-a-1"]

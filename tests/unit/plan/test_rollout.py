@@ -9,23 +9,24 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from lws_operator.api.intstr import scaled_value
 from lws_operator.plan.rollout import (
-    GroupState,
     RolloutInput,
     RolloutPlan,
+    State,
     plan_rollout,
-    scaled_value,
     sts_max_unavailable,
 )
 
-DONE = GroupState(ready=True, updated=True)
-OLD = GroupState(ready=True, updated=False)  # an available group on the previous revision
-DOWN = GroupState(ready=False, updated=False)  # missing, or old and unready
-STARTING = GroupState(ready=False, updated=True)
+# (ready, updated) of one group index.
+DONE = (True, True)
+OLD = (True, False)  # an available group on the previous revision
+DOWN = (False, False)  # missing, or old and unready
+STARTING = (False, True)
 
 
 def plan(
-    states: list[GroupState] | None = None,
+    states: list[State] | None = None,
     *,
     replicas: int = 4,
     partition: int = 0,
@@ -240,7 +241,7 @@ class Harness:
         self.max_unavailable, self.max_surge = max_unavailable, max_surge
         self.sts: tuple[int, int] | None = None
         self.annotation: int | None = None
-        self.groups: dict[int, GroupState] = {}
+        self.groups: dict[int, State] = {}
         self.first_pass: tuple[int, int] | None = None  # the sts after the first pass
 
     @classmethod
@@ -284,7 +285,7 @@ class Harness:
         raise AssertionError("the controller never settled")
 
     def update_template(self) -> tuple[int, int]:
-        self.groups = {i: GroupState(g.ready, False) for i, g in self.groups.items()}
+        self.groups = {i: (ready, False) for i, (ready, _) in self.groups.items()}
         return self.settle(revision_changed=True)
 
     def scale(self, replicas: int, *, update_template: bool = False) -> tuple[int, int]:
@@ -303,7 +304,7 @@ class Harness:
 
     def mark_unready(self, *indices: int) -> tuple[int, int]:
         for i in indices:
-            self.groups[i] = GroupState(False, self.groups[i].updated)
+            self.groups[i] = (False, self.groups[i][1])
         return self.settle()
 
     def delete(self, *indices: int) -> tuple[int, int]:
@@ -514,7 +515,7 @@ class Cluster:
     def reconcile(self) -> RolloutPlan:
         revision_changed = self.sts and self.sts_revision != self.revision
         states = [
-            GroupState(g.ready, g.revision == self.revision) if (g := self.groups.get(i)) else DOWN
+            (g.ready, g.revision == self.revision) if (g := self.groups.get(i)) else DOWN
             for i in range(self.sts_replicas if self.sts else 0)
         ]
         inp = RolloutInput(
@@ -727,10 +728,11 @@ def plan_disruption(inp: RolloutInput, result: RolloutPlan) -> tuple[int, int]:
     """(ready groups the plan newly puts at risk, ready groups it leaves alone)."""
     states, new_partition, kept_groups = inp.states, result.partition, result.replicas
     exposed = states[new_partition : min(inp.sts_partition, kept_groups)]
-    at_risk = sum(g.ready and not g.updated for g in exposed)
-    at_risk += sum(g.ready for g in states[kept_groups:])  # surge given back
+    at_risk = sum(ready and not updated for ready, updated in exposed)
+    at_risk += sum(ready for ready, _ in states[kept_groups:])  # surge given back
     kept = sum(
-        g.ready and (i < new_partition or g.updated) for i, g in enumerate(states[:kept_groups])
+        ready and (i < new_partition or updated)
+        for i, (ready, updated) in enumerate(states[:kept_groups])
     )
     return at_risk, kept
 

@@ -7,7 +7,6 @@ import copy
 from typing import Any
 
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec
-from lws_operator.plan.rollout import GroupState
 from lws_operator.plan.rollout_sim import format_steps, simulate_rollout
 from tests.unit.api.lws_testdata import base_object
 
@@ -75,7 +74,7 @@ def test_scale_without_template_change_only_adds_groups() -> None:
 
 
 def test_unready_groups_in_the_current_state_are_replaced_first_for_free() -> None:
-    states = [GroupState(True, True)] * 3 + [GroupState(False, True)]
+    states = [(True, True)] * 3 + [(False, True)]
     steps = simulate_rollout(spec(four()), spec(changed(four())), states=states)
     assert steps[0].unready == (3,)
     assert steps[-1].updated == (0, 1, 2, 3) and steps[-1].unready == ()

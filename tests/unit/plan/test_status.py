@@ -8,41 +8,24 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lws_operator.plan.events import normal
+from lws_operator.plan.groups import Group
 from lws_operator.plan.status import (
-    ConditionEvent,
-    ObservedGroup,
     StatusResult,
     compute_status,
     count_groups,
     counters_only,
     hpa_pod_selector,
+    plan_status_write,
 )
+from tests.unit.plan.groups import CURRENT, group
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 AVAILABLE, PROGRESSING, UPDATING = "Available", "Progressing", "UpdateInProgress"
 
 
-def group(
-    index: int,
-    *,
-    ready: bool = True,
-    updated: bool = True,
-    workers: bool = True,
-    workers_ready: bool | None = None,
-    workers_updated: bool | None = None,
-) -> ObservedGroup:
-    return ObservedGroup(
-        index=index,
-        leader_ready=ready,
-        leader_updated=updated,
-        workers_present=workers,
-        workers_ready=ready if workers_ready is None else workers_ready,
-        workers_updated=updated if workers_updated is None else workers_updated,
-    )
-
-
 def status(
-    groups: list[ObservedGroup],
+    groups: list[Group],
     *,
     replicas: int | None = None,
     partition: int = 0,
@@ -55,6 +38,7 @@ def status(
     replicas = len(groups) if replicas is None else replicas
     return compute_status(
         groups=groups,
+        key=CURRENT,
         replicas=replicas,
         partition=partition,
         size=size,
@@ -100,25 +84,33 @@ def test_a_group_is_ready_and_updated_only_with_its_workers() -> None:
         group(2, ready=False, workers_ready=True),
         group(3, updated=False, workers_updated=True),
     ]
-    counts = count_groups(groups, replicas=4, partition=0, size=3)
+    counts = count_groups(groups, key=CURRENT, replicas=4, partition=0, size=3)
     assert (counts.ready, counts.updated) == (2, 2)
 
 
 def test_size_one_ignores_workers() -> None:
     groups = [group(0, workers=False, workers_ready=False, workers_updated=False)]
-    counts = count_groups(groups, replicas=1, partition=0, size=1)
-    assert (counts.ready, counts.updated, counts.current, counts.skipped) == (1, 1, 1, ())
+    counts = count_groups(groups, key=CURRENT, replicas=1, partition=0, size=1)
+    assert (counts.ready, counts.updated, counts.current) == (1, 1, 1)
 
 
-def test_group_without_worker_sts_is_skipped() -> None:
+def test_group_without_worker_sts_is_not_counted() -> None:
     groups = [group(0), group(1, workers=False)]
-    counts = count_groups(groups, replicas=2, partition=0, size=2)
-    assert (counts.ready, counts.updated, counts.current, counts.skipped) == (1, 1, 1, (1,))
+    counts = count_groups(groups, key=CURRENT, replicas=2, partition=0, size=2)
+    assert (counts.ready, counts.updated, counts.current) == (1, 1, 1)
+
+
+def test_zero_counters_are_left_out_as_upstream_omitempty() -> None:
+    result = status([group(0, ready=False, updated=False)], sts_status_replicas=0)
+    assert "readyReplicas" not in result.status
+    assert "updatedReplicas" not in result.status
+    assert "replicas" not in result.status
+    assert result.status["observedGeneration"] == 1
 
 
 def test_current_groups_are_those_in_partition_to_replicas() -> None:
     groups = [group(i) for i in range(6)]
-    counts = count_groups(groups, replicas=4, partition=1, size=2)
+    counts = count_groups(groups, key=CURRENT, replicas=4, partition=1, size=2)
     assert (counts.current, counts.ready_non_burst, counts.updated_and_ready) == (3, 4, 3)
 
 
@@ -182,7 +174,6 @@ def test_outdated_groups_are_updating_and_progressing_in_one_pass() -> None:
         "GroupsUpdating",
         "Rolling Upgrade is in progress",
     )
-    assert result.changed == (UPDATING, PROGRESSING)
 
 
 def test_zero_replicas_is_available() -> None:
@@ -194,8 +185,10 @@ def test_creation_without_worker_sts_is_progressing_not_updating() -> None:
     result = status([group(0, ready=False, workers=False), group(1, ready=False, workers=False)])
     assert true_types(result) == {PROGRESSING}
     assert result.events == (
-        ConditionEvent(
-            "GroupsProgressing", "Replicas are progressing, with 0 groups ready of total 2 groups"
+        normal(
+            "GroupsProgressing",
+            "Update",
+            "Replicas are progressing, with 0 groups ready of total 2 groups",
         ),
     )
 
@@ -247,7 +240,6 @@ def test_setting_available_turns_progressing_and_updating_false_keeping_their_te
         assert flipped["message"] == message  # kept from the True state, reason too
         assert flipped["reason"] == {PROGRESSING: "GroupsProgressing"}.get(type_, "GroupsUpdating")
         assert flipped["lastTransitionTime"] == T1
-    assert set(done.changed) == {AVAILABLE, UPDATING, PROGRESSING}
     assert [c["type"] for c in done.status["conditions"]] == [UPDATING, PROGRESSING, AVAILABLE]
 
 
@@ -256,7 +248,7 @@ def test_update_in_progress_stays_true_until_available() -> None:
     # Every group updated, one not ready yet: Progressing only, UpdateInProgress untouched.
     waiting = status([group(0, ready=False), group(1)], old=rolling.status["conditions"], now=T1)
     assert true_types(waiting) == {UPDATING, PROGRESSING}
-    assert waiting.changed == ()
+    assert waiting.status["conditions"] == rolling.status["conditions"]
     assert waiting.events == ()
 
 
@@ -272,8 +264,10 @@ def test_progressing_after_available_turns_available_false() -> None:
         "All replicas are ready",
     )
     assert broken.events == (
-        ConditionEvent(
-            "GroupsProgressing", "Replicas are progressing, with 1 groups ready of total 2 groups"
+        normal(
+            "GroupsProgressing",
+            "Update",
+            "Replicas are progressing, with 1 groups ready of total 2 groups",
         ),
     )
 
@@ -285,7 +279,9 @@ def test_false_condition_turning_true_gets_a_new_transition_time() -> None:
     condition = cond(again, AVAILABLE)
     assert condition is not None
     assert (condition["status"], condition["lastTransitionTime"]) == ("True", T2)
-    assert again.changed == (AVAILABLE, PROGRESSING)
+    progressing = cond(again, PROGRESSING)
+    assert progressing is not None
+    assert (progressing["status"], progressing["lastTransitionTime"]) == ("False", T2)
 
 
 def test_generation_change_updates_observed_generation_without_a_transition() -> None:
@@ -298,7 +294,7 @@ def test_generation_change_updates_observed_generation_without_a_transition() ->
     assert all(c["observedGeneration"] == 2 for c in second.status["conditions"])
     progressing = cond(second, PROGRESSING)
     assert progressing is not None and progressing["lastTransitionTime"] == T0
-    assert (second.changed, second.events) == ((), ())
+    assert second.events == ()
 
 
 def test_older_controller_reason_is_refreshed_without_a_transition() -> None:
@@ -315,7 +311,6 @@ def test_older_controller_reason_is_refreshed_without_a_transition() -> None:
     progressing = cond(result, PROGRESSING)
     assert progressing is not None
     assert (progressing["reason"], progressing["lastTransitionTime"]) == ("GroupsProgressing", T0)
-    assert result.changed == (PROGRESSING,)
     assert result.events == ()
 
 
@@ -335,18 +330,23 @@ def test_inputs_are_not_mutated() -> None:
 def test_events_for_each_condition_that_became_true() -> None:
     result = status([group(0, updated=False), group(1)])
     assert result.events == (
-        ConditionEvent(
+        normal(
             "GroupsUpdating",
+            "Update",
             "Rolling Upgrade is in progress, with 2 groups ready of total 2 groups",
         ),
-        ConditionEvent(
-            "GroupsProgressing", "Replicas are progressing, with 2 groups ready of total 2 groups"
+        normal(
+            "GroupsProgressing",
+            "Update",
+            "Replicas are progressing, with 2 groups ready of total 2 groups",
         ),
     )
     available = status([group(0), group(1)], old=result.status["conditions"])
     assert available.events == (
-        ConditionEvent(
-            "AllGroupsReady", "All replicas are ready, with 2 groups ready of total 2 groups"
+        normal(
+            "AllGroupsReady",
+            "Update",
+            "All replicas are ready, with 2 groups ready of total 2 groups",
         ),
     )
 
@@ -355,11 +355,11 @@ def test_events_for_each_condition_that_became_true() -> None:
 
 observed_groups = st.lists(
     st.builds(
-        ObservedGroup,
+        group,
         index=st.integers(0, 7),
-        leader_ready=st.booleans(),
-        leader_updated=st.booleans(),
-        workers_present=st.booleans(),
+        ready=st.booleans(),
+        updated=st.booleans(),
+        workers=st.booleans(),
         workers_ready=st.booleans(),
         workers_updated=st.booleans(),
     ),
@@ -392,7 +392,7 @@ observation = st.fixed_dictionaries(
 
 
 def run(obs: dict[str, Any], old: list[dict[str, Any]], now: str) -> StatusResult:
-    return compute_status(**obs, lws_name="x", old_conditions=old, now=now)
+    return compute_status(**obs, key=CURRENT, lws_name="x", old_conditions=old, now=now)
 
 
 def assert_consistent(result: StatusResult, generation: int) -> None:
@@ -413,7 +413,7 @@ def test_any_pass_is_consistent_and_idempotent(
     assert_consistent(first, obs["generation"])
     second = run(obs, first.status["conditions"], T2)
     assert second.status == first.status, "no lastTransitionTime churn"
-    assert (second.changed, second.events) == ((), ())
+    assert second.events == ()
 
 
 @settings(max_examples=300, deadline=None)
@@ -429,8 +429,7 @@ def test_sequences_of_observations(passes: list[dict[str, Any]]) -> None:
             old = before.get(c["type"])
             moved = old is None or old["status"] != c["status"]
             assert (c["lastTransitionTime"] == now) == moved, "a new time only on a transition"
-            assert c["type"] in result.changed or not moved
-        suffix = f", with {result.status['readyReplicas']} groups ready of total"
+        suffix = f", with {result.status.get('readyReplicas', 0)} groups ready of total"
         for event in result.events:
             assert event.note.endswith(f"{suffix} {obs['replicas']} groups")
         conditions = result.status["conditions"]
@@ -445,3 +444,30 @@ def test_only_counter_changes_may_wait_for_the_next_status_write() -> None:
     assert not counters_only(old, {**old, "observedGeneration": 2})
     assert not counters_only(old, {**old, "hpaPodSelector": "a=b"})
     assert not counters_only({}, {"replicas": 1})  # the first status is written at once
+
+
+def write(old: dict[str, Any], new: StatusResult, *, last: float | None, now: float = 10.0) -> Any:
+    return plan_status_write(
+        observed=old, resource_version="7", result=new, last_write=last, now=now
+    )
+
+
+def test_a_status_write_carries_the_resource_version_it_was_computed_from() -> None:
+    result = status([group(0)])
+    decided = write({}, result, last=None)
+    assert decided.patch == {"metadata": {"resourceVersion": "7"}, "status": result.status}
+    assert write(result.status, result, last=None) == type(decided)(None, None)
+
+
+def test_counters_gone_to_zero_are_removed_and_counter_changes_wait() -> None:
+    ready = status([group(0)])
+    unready = status([group(0, ready=False)], old=ready.status["conditions"])
+    decided = write(ready.status, unready, last=9.5)
+    assert decided.patch is None or decided.wait is None
+    # Available -> Progressing is a condition change: written at once, readyReplicas removed.
+    assert decided.patch is not None
+    assert decided.patch["status"]["readyReplicas"] is None
+    settled = status([group(0)], old=ready.status["conditions"])
+    counters = {**settled.status, "readyReplicas": 2}
+    held = write(counters, settled, last=9.5)
+    assert held.patch is None and held.wait == 0.5

@@ -11,8 +11,9 @@ import pytest
 
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.controller import reconcile
-from lws_operator.controller.cache import Observed
+from lws_operator.controller.cache import Cache, Observed
 from lws_operator.kube.client import ApiError
+from lws_operator.plan.events import Event
 from lws_operator.plan.restart import Recreate
 from tests.unit.api.lws_testdata import base_object
 
@@ -37,15 +38,16 @@ class _Events:
     def __init__(self) -> None:
         self.reasons: list[str] = []
 
-    async def post(self, obj: Any, type_: str, reason: str, action: str, note: str) -> None:
-        self.reasons.append(reason)
+    async def post(self, obj: Any, event: Event) -> None:
+        self.reasons.append(event.reason)
 
 
 def _pass(kube: _Kube, events: _Events) -> reconcile._Pass:
     body = base_object("lws")
     body["metadata"].update(namespace="ns", uid="u1", generation=1)
-    r = reconcile.Reconciler(kube=kube, cache=None, events=events)  # type: ignore[arg-type]
-    return reconcile._Pass(r, LeaderWorkerSet.model_validate(body), Observed(lws=body), [])
+    r = reconcile.Reconciler(kube=kube, cache=Cache(), events=events)  # type: ignore[arg-type]
+    lws = LeaderWorkerSet.model_validate(body)
+    return reconcile._Pass(r, ("ns", "lws"), lws, Observed(lws=body), reconcile.Memory())
 
 
 PLAN = Recreate(

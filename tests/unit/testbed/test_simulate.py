@@ -1,6 +1,6 @@
 import pytest
 
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.simulate import (
     HOLD_READY_ANNOTATION,
     failed_status,
