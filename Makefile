@@ -22,9 +22,9 @@ PYTEST_ARGS ?=
 ##@ Main
 
 .PHONY: run
-run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C
-	$(TESTBED) build >/dev/null
-	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS)
+run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C (KUEUE=1: under a GPU queue)
+	$(TESTBED) build $(KUEUE_ARG) >/dev/null
+	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: test
 test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit and cluster tests

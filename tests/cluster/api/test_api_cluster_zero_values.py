@@ -114,6 +114,7 @@ async def test_stored_as_upstream_stores_it(
     theirs = await upstream_kube.create(lws_path("default"), copy.deepcopy(case.obj))
     try:
         assert without_go_noise(ours["spec"]) == without_go_noise(theirs["spec"])
+        assert without_go_noise(ours["spec"]) == ours["spec"]  # the noise is upstream's only
         assert ours["spec"]["rolloutStrategy"]["type"] == "RollingUpdate"
         ours_printed, theirs_printed = await asyncio.gather(
             asyncio.to_thread(kubectl_spec, kubeconfig, api_namespace, case.name),
