@@ -2,7 +2,7 @@
 
 * ``kubectl lws status NAME [-n NS]``: one row per group: index, revision, leader and worker
   readiness, container restarts, age, node and topology domain, and the last recreation (from
-  the ``RecreateGroup`` events).
+  the ``RecreateGroup`` events); then the groups being moved off nodes by evictions, and why.
 * ``kubectl lws plan NAME -f new.yaml [-n NS]``: the rollout steps the operator would take
   to go from the LeaderWorkerSet in the cluster to ``new.yaml`` (validated and defaulted by a
   server-side dry run), from the operator's own planner
@@ -35,6 +35,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan import disruption
 from lws_operator.plan import revision as rev
 from lws_operator.plan.gang import min_resources
 from lws_operator.plan.groups import observe_groups
@@ -241,7 +242,26 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
         f"{lws['spec']['leaderWorkerTemplate'].get('size')}\n"
     )
     now = datetime.datetime.now(datetime.UTC)
-    return head + format_table(status_rows(lws, pods, events, nodes, now, workloads))
+    sts = await kube.get_or_none(resource_path("apps/v1", "statefulsets", namespace=ns, name=name))
+    return (
+        head
+        + format_table(status_rows(lws, pods, events, nodes, now, workloads))
+        + moves_section(lws, sts, now)
+    )
+
+
+def moves_section(lws: dict[str, Any], sts: dict[str, Any] | None, now: datetime.datetime) -> str:
+    """The groups being moved off nodes (evictions, plan/disruption.py), and why."""
+    moves = disruption.describe(disruption.read_state(sts), lws["metadata"]["name"], now)
+    if not moves:
+        return ""
+    model = LeaderWorkerSet.model_validate(lws)
+    cfg = model.spec.rollout_strategy.rolling_update_configuration
+    b = disruption.budget(
+        model.annotations, model.spec.replicas, cfg.max_unavailable, cfg.max_surge
+    )
+    head = f"groups being moved (disruption budget {b.groups} from {b.source}):\n"
+    return head + "".join(f"  {line}\n" for line in moves)
 
 
 def _load_new(path: str) -> dict[str, Any]:

@@ -104,12 +104,14 @@ def project_meta(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A node's name and labels (exclusive placement), and whether it can still finish
-    deleting its pods: its out-of-service taint and Ready condition."""
+    """A node's name and labels (exclusive placement), whether it can still finish deleting
+    its pods (its out-of-service taint and Ready condition), and whether it is cordoned
+    (evictions, plan/disruption.py)."""
     meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
     taints = [
         {"key": t.get("key"), "effect": t.get("effect")}
-        for t in (body.get("spec") or {}).get("taints") or []
+        for t in spec.get("taints") or []
         if isinstance(t, dict) and t.get("key") == "node.kubernetes.io/out-of-service"
     ]
     ready = [
@@ -119,7 +121,7 @@ def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
     ]
     return {
         "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
-        "spec": {"taints": taints},
+        "spec": {"taints": taints, "unschedulable": bool(spec.get("unschedulable"))},
         "status": {"conditions": ready},
     }
 

@@ -40,6 +40,11 @@ from lws_operator.controller.cache import (
     project_revision,
     project_statefulset,
 )
+from lws_operator.controller.eviction import (
+    EVICTION_WEBHOOK_PATH,
+    EvictionCoverage,
+    EvictionReviewer,
+)
 from lws_operator.controller.external_certs import ExternalCertKeeper
 from lws_operator.controller.informer import Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
@@ -204,9 +209,12 @@ class WebhookKeeper:
     """Serves the pod webhook with a certificate that stays valid, and keeps the webhook
     configuration pointing at it."""
 
-    def __init__(self, kube: Kube, config: OperatorConfig) -> None:
+    def __init__(
+        self, kube: Kube, config: OperatorConfig, coverage: EvictionCoverage | None = None
+    ) -> None:
         self.kube = kube
         self.config = config
+        self.coverage = coverage
         self.server = webhook.WebhookServer(
             config.webhook_bind_host, config.webhook_port, config.gang_provider
         )
@@ -222,13 +230,18 @@ class WebhookKeeper:
 
     async def _publish(self, cert: certs.ServingCert) -> None:
         self.server.load(cert)
-        if self.config.webhook_service is None:
-            client = webhook.client_config_url(self.config.webhook_bind_host, self.server.port)
-        else:
-            client = webhook.client_config_service(
-                self.config.webhook_service, self.config.namespace
-            )
-        await webhook.register(self.kube, webhook.webhook_configuration(client, cert.ca_bundle))
+
+        def client(path: str) -> dict[str, Any]:
+            if self.config.webhook_service is None:
+                host, port = self.config.webhook_bind_host, self.server.port
+                return webhook.client_config_url(host, port, path)
+            service, namespace = self.config.webhook_service, self.config.namespace
+            return webhook.client_config_service(service, namespace, path=path)
+
+        body = webhook.webhook_configuration(client(webhook.POD_WEBHOOK_PATH), cert.ca_bundle)
+        await webhook.register(self.kube, body)
+        if self.coverage is not None:
+            await self.coverage.publish(client(EVICTION_WEBHOOK_PATH), cert.ca_bundle)
 
     async def start(self) -> None:
         cert = await self.certs.current()
@@ -255,8 +268,14 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     cache = Cache()
     metrics = Metrics()
     recorder = EventRecorder(kube)
+    coverage = EvictionCoverage(kube, manage_client=config.cert_dir is None)
     reconciler = Reconciler(
-        kube, cache, recorder, metrics=metrics, gang_provider=config.gang_provider
+        kube,
+        cache,
+        recorder,
+        metrics=metrics,
+        gang_provider=config.gang_provider,
+        coverage=coverage,
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
     metrics.watch_queue(queue)
@@ -265,9 +284,10 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             config.cert_dir, config.webhook_bind_host, config.webhook_port, config.gang_provider
         )
         if config.cert_dir is not None
-        else WebhookKeeper(kube, config)
+        else WebhookKeeper(kube, config, coverage)
     )
     keeper.server.on_request = metrics.webhook_request
+    keeper.server.evictions = (EVICTION_WEBHOOK_PATH, EvictionReviewer(kube, cache).review)
     kopf_ready = asyncio.Event()
     watching = [
         asyncio.create_task(i.run(), name=f"informer {i.path}")

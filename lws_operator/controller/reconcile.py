@@ -3,8 +3,9 @@
 policy of its own. Level-triggered and idempotent: any reconcile may be cut short at any line,
 and the next one (woken by the resulting events) finishes the job.
 
-Order: revision → leader StatefulSet → shared Service → group recreations → each group's
-workers → stuck pods → status → revision history. Returns seconds after which to look again
+Order: eviction coverage → revision → moves (evictions) → leader StatefulSet → shared
+Service → groups released by moves → group recreations → each group's workers → stuck pods →
+status → revision history. Returns seconds after which to look again
 (for what no watch reports), or None.
 """
 
@@ -23,12 +24,13 @@ from pydantic import ValidationError
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
 from lws_operator.controller.cache import Cache, Observed
+from lws_operator.controller.eviction import EvictionCoverage
 from lws_operator.controller.informer import Key
 from lws_operator.controller.metrics import NoMetrics, ReconcileMetrics
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan import gang
+from lws_operator.plan import disruption, gang
 from lws_operator.plan import revision as rev
 from lws_operator.plan.events import Event
 from lws_operator.plan.events import warning as warning_event
@@ -36,7 +38,7 @@ from lws_operator.plan.groups import Group, made_by_groups
 from lws_operator.plan.leader import foreign_leader, plan_leader
 from lws_operator.plan.meta import is_deleting, name_of
 from lws_operator.plan.restart import Recreate, plan_recreations, stuck_pods
-from lws_operator.plan.rollout import plan_rollout, rollout_input
+from lws_operator.plan.rollout import RolloutPlan, plan_rollout, rollout_input
 from lws_operator.plan.services import missing_shared_service
 from lws_operator.plan.status import compute_status, plan_status_write
 from lws_operator.plan.workers import (
@@ -67,6 +69,8 @@ class Memory:
     """When its status was last written (monotonic seconds)."""
     model: tuple[str, LeaderWorkerSet] | None = None
     """The validated LWS, by the resourceVersion it was read at."""
+    reported_budget: str | None = None
+    """The invalid disruption-budget annotation last reported (one Warning each)."""
 
 
 class _Memo:
@@ -104,6 +108,8 @@ class Reconciler:
     # Gang scheduling: "kubernetes" or "volcano" creates a PodGroup per group (plan/gang.py).
     gang_provider: str | None = None
     metrics: ReconcileMetrics = field(default_factory=NoMetrics)
+    # The eviction webhook's configuration: each LWS is covered before its objects exist.
+    coverage: EvictionCoverage | None = None
     memory: dict[Key, Memory] = field(default_factory=dict)
     _memo: _Memo = field(default_factory=_Memo)
 
@@ -119,6 +125,8 @@ class Reconciler:
         """Drop everything kept about an LWS that is gone (or going)."""
         self.metrics.forget(key)
         self.cache.forget(key)
+        if self.coverage is not None:
+            self.coverage.forget(key)
         memory = self.memory.pop(key, None)
         if memory is not None and memory.model is not None:
             self.events.forget(str(memory.model[1].metadata.get("uid", "")))
@@ -200,6 +208,8 @@ class _Pass:
             return None  # never touched; its removal wakes us
         if leader_sts is not None and is_deleting(leader_sts):
             return None  # its deletion wakes us
+        if self.r.coverage is not None:
+            await self.r.coverage.cover(self.key)
         choice = rev.choose_revision(
             lws,
             leader_sts=leader_sts,
@@ -211,15 +221,21 @@ class _Pass:
             await self._post(rev.creating_revision(choice.note))
         size = lws.spec.leader_worker_template.size
         groups = obs.groups
+        moves = disruption.read_state(leader_sts)
         rollout = plan_rollout(
-            rollout_input(
-                spec=lws.spec,
-                leader_sts=leader_sts,
-                groups=groups,
-                key=choice.key,
-                revision_changed=choice.changed,
+            disruption.rollout_view(
+                rollout_input(
+                    spec=lws.spec,
+                    leader_sts=leader_sts,
+                    groups=groups,
+                    key=choice.key,
+                    revision_changed=choice.changed,
+                ),
+                moves,
             )
         )
+        moved = await self._moves(leader_sts, moves, rollout, choice.changed)
+        rollout = moved.rollout
         step = plan_leader(
             lws,
             current=leader_sts,
@@ -248,6 +264,15 @@ class _Pass:
         )
         if shared is not None:
             await self._create(self._service_path(), shared, _service_failed)
+        for release in moved.release:
+            group = release.group
+            assert group.leader is not None
+            await self._delete_group(group.index, group.leader, group.workers, group.members)
+        for pod in moved.stray:
+            await self.kube.delete(
+                resource_path("v1", "pods", namespace=self.ns, name=name_of(pod)),
+                preconditions={"uid": pod["metadata"]["uid"]},
+            )
         recreations = plan_recreations(
             policy=lws.spec.leader_worker_template.restart_policy,
             lws_annotations=lws.annotations,
@@ -260,7 +285,7 @@ class _Pass:
         self.r.cache.settle(self.key, recreations.dropped)
         for plan in recreations.groups:
             await self._recreate(plan)
-        recreated = {p.index for p in recreations.groups}
+        recreated = {p.index for p in recreations.groups} | {x.group.index for x in moved.release}
         for group in groups:
             if group.index not in recreated:
                 await self._workers(group)
@@ -351,6 +376,54 @@ class _Pass:
             return False
         return True
 
+    # ---- moves (plan/disruption.py) ----------------------------------------------------------
+    async def _moves(
+        self,
+        leader_sts: Any,
+        state: disruption.DisruptionState,
+        rollout: RolloutPlan,
+        revision_changed: bool,
+    ) -> disruption.DisruptionPlan:
+        """Advance the moves the eviction webhook recorded: the surge groups they need (added
+        to the rollout's replicas), the groups to release; the new state is written first."""
+        spec = self.lws.spec
+        cfg = spec.rollout_strategy.rolling_update_configuration
+        budget = disruption.budget(
+            self.lws.annotations, spec.replicas, cfg.max_unavailable, cfg.max_surge
+        )
+        if budget.error is not None and budget.error != self.memory.reported_budget:
+            self.memory.reported_budget = budget.error
+            await self._post(disruption.invalid_budget(budget.error))
+        if not state.moves and not state.recent:
+            return disruption.DisruptionPlan(state, rollout)
+        plan = disruption.plan_disruption(
+            disruption.DisruptionInput(
+                lws_name=self.name,
+                replicas=spec.replicas,
+                partition=cfg.partition,
+                size=spec.leader_worker_template.size,
+                budget=budget,
+                state=state,
+                groups=self.obs.groups,
+                pods=self.obs.pods,
+                leader_sts=leader_sts,
+                revision_changed=revision_changed,
+                now=datetime.datetime.now(datetime.UTC),
+            ),
+            rollout,
+        )
+        self._again(plan.retry)
+        if plan.state != state:
+            rv = str(leader_sts["metadata"].get("resourceVersion") or "")
+            # Refused (409) when someone wrote since (an eviction): retried with fresh state.
+            await self.kube.patch(
+                self._path(STS, self.name), disruption.state_patch(plan.state, rv), kind="merge"
+            )
+        for event in plan.events:
+            log.info("%s/%s: %s", self.ns, self.name, event.note)
+            await self._post(event)
+        return plan
+
     # ---- failures ----------------------------------------------------------------------------
     async def _recreate(self, plan: Recreate) -> None:
         """Delete the whole group: the leader first (its StatefulSet makes a new one at once),
@@ -364,16 +437,33 @@ class _Pass:
         and then failing on the leader would leave a half-recreated group with the failed pod's
         evidence gone). Once it is deleted, everything else of the group is the garbage
         collector's anyway: a failed deletion of the rest is only logged."""
+        await self._delete_group(
+            plan.index, plan.leader, plan.workers, plan.members, settle=plan.lost
+        )
+        log.info(
+            "%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why, extra={"group": plan.index}
+        )
+        self.r.metrics.group_recreated(self.ns, self.name, plan.why)
+        await self._post(plan.event)
+
+    async def _delete_group(
+        self,
+        index: int,
+        leader: Any,
+        workers: Any,
+        members: tuple[Any, ...],
+        settle: frozenset[str] = frozenset(),
+    ) -> None:
+        """Delete a group whole, the leader first (see :meth:`_recreate`)."""
         pods_path = resource_path("v1", "pods", namespace=self.ns)
-        leader = plan.leader
         # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
         # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
         rest = []
-        if plan.workers is not None:
-            rest.append((self._path(STS, name_of(plan.workers)), plan.workers, "Foreground"))
+        if workers is not None:
+            rest.append((self._path(STS, name_of(workers)), workers, "Foreground"))
         rest += [
             (f"{pods_path}/{name_of(p)}", p, "Background")
-            for p in plan.members
+            for p in members
             if p is not leader and not is_deleting(p)
         ]
 
@@ -382,7 +472,7 @@ class _Pass:
             return self.kube.delete(path, propagation=propagation, preconditions=preconditions)
 
         await delete(f"{pods_path}/{name_of(leader)}", leader, "Background")
-        self.r.cache.settle(self.key, plan.lost)
+        self.r.cache.settle(self.key, settle)
         results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
         for (path, _, _), result in zip(rest, results, strict=True):
             if isinstance(result, ApiError):
@@ -393,15 +483,10 @@ class _Pass:
                     self.name,
                     path.rsplit("/", 1)[-1],
                     result.message,
-                    extra={"group": plan.index},
+                    extra={"group": index},
                 )
             elif isinstance(result, BaseException):
                 raise result
-        log.info(
-            "%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why, extra={"group": plan.index}
-        )
-        self.r.metrics.group_recreated(self.ns, self.name, plan.why)
-        await self._post(plan.event)
 
     async def _release_stuck_pods(self) -> None:
         stuck = stuck_pods(

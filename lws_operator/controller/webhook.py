@@ -12,7 +12,7 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -65,6 +65,9 @@ class WebhookServer:
         self.on_request: Callable[[str, int, float], None] | None = None
         self.tls = ServerTLS("webhook")
         self._runner: web.AppRunner | None = None
+        # The eviction webhook (controller/eviction.py), served at this path when set.
+        self.evictions: tuple[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] | None
+        self.evictions = None
 
     def load(self, cert: ServingCert) -> None:
         """Serve ``cert`` to every new connection from now on."""
@@ -102,6 +105,20 @@ class WebhookServer:
             )
         return web.json_response(answer)
 
+    async def _evict(self, request: web.Request) -> web.Response:
+        assert self.evictions is not None
+        path, review = self.evictions
+        start = time.perf_counter()
+        try:
+            body = await request.json()
+        except ValueError:
+            response = web.Response(status=400, text="body is not an AdmissionReview")
+        else:
+            response = web.json_response(await review(body))
+        if self.on_request is not None:
+            self.on_request(path, response.status, time.perf_counter() - start)
+        return response
+
     @property
     def serving(self) -> bool:
         return self._runner is not None
@@ -110,6 +127,8 @@ class WebhookServer:
         """Start serving; returns the bound port (useful with port 0)."""
         app = web.Application()
         app.router.add_post(POD_WEBHOOK_PATH, self._mutate)
+        if self.evictions is not None:
+            app.router.add_post(self.evictions[0], self._evict)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.tls.context)
@@ -125,14 +144,14 @@ class WebhookServer:
         self.tls.close()
 
 
-def client_config_url(host: str, port: int) -> dict[str, Any]:
-    return {"url": f"https://{host}:{port}{POD_WEBHOOK_PATH}"}
+def client_config_url(host: str, port: int, path: str = POD_WEBHOOK_PATH) -> dict[str, Any]:
+    return {"url": f"https://{host}:{port}{path}"}
 
 
-def client_config_service(service: str, namespace: str, port: int = 443) -> dict[str, Any]:
-    return {
-        "service": {"name": service, "namespace": namespace, "path": POD_WEBHOOK_PATH, "port": port}
-    }
+def client_config_service(
+    service: str, namespace: str, port: int = 443, path: str = POD_WEBHOOK_PATH
+) -> dict[str, Any]:
+    return {"service": {"name": service, "namespace": namespace, "path": path, "port": port}}
 
 
 def webhook_configuration(client_config: dict[str, Any], ca_bundle: bytes) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from lws_operator.cli import build_parser
-from lws_operator.controller import certs, webhook
+from lws_operator.controller import certs, eviction, webhook
 from lws_operator.controller.leader import LEASE_NAME
 from lws_operator.controller.metrics_auth import ACCESS_REVIEWS, TOKEN_REVIEWS
 
@@ -21,13 +21,21 @@ def docs(name: str) -> list[dict[str, Any]]:
 
 
 def test_the_webhook_manifest_is_what_the_operator_registers() -> None:
-    (manifest,) = docs("webhook.yaml")
+    manifest, evictions = docs("webhook.yaml")
     written = webhook.webhook_configuration(
         webhook.client_config_service("lws-webhook-service", "lws-system"), b""
     )
     del written["webhooks"][0]["clientConfig"]["caBundle"]
     assert manifest["metadata"]["name"] == written["metadata"]["name"]
     assert manifest["webhooks"] == written["webhooks"]
+    client = webhook.client_config_service(
+        "lws-webhook-service", "lws-system", path=eviction.EVICTION_WEBHOOK_PATH
+    )
+    # What the operator writes with its own certificates, before it covers any LWS.
+    expected = eviction.configuration(eviction.eviction_webhook(client, None), set())
+    assert evictions["metadata"]["name"] == expected["metadata"]["name"]
+    assert evictions["metadata"]["annotations"] == expected["metadata"]["annotations"]
+    assert evictions["webhooks"] == expected["webhooks"]
 
 
 def test_rbac_names_the_operators_own_objects() -> None:
@@ -53,6 +61,13 @@ def test_rbac_names_the_operators_own_objects() -> None:
     assert lease_rules[0]["resourceNames"] == [LEASE_NAME]
     hook_rules = rbac["ClusterRole", "lws-webhook-configuration-role"]["rules"]
     assert hook_rules[0]["resourceNames"] == [webhook.CONFIGURATION_NAME]
+    # The eviction webhook's configuration is kept with every certificate source.
+    (evictions,) = [
+        r
+        for r in rbac["ClusterRole", "lws-manager-role"]["rules"]
+        if r["resources"] == ["validatingwebhookconfigurations"]
+    ]
+    assert evictions["resourceNames"] == [eviction.CONFIGURATION_NAME]
     manager = rbac["ClusterRole", "lws-manager-role"]["rules"]
     resources = {r for rule in manager for r in rule["resources"]}
     assert {"leaderworkersets/finalizers", "pods/finalizers"} <= resources

@@ -6,7 +6,15 @@ import datetime
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.kubectl_lws import age, context_namespace, last_recreations, status_rows
+from lws_operator.kubectl_lws import (
+    age,
+    context_namespace,
+    last_recreations,
+    moves_section,
+    status_rows,
+)
+from lws_operator.plan import disruption
+from tests.unit.api.lws_testdata import base_object
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
@@ -112,3 +120,25 @@ def test_namespace_of_the_current_context(tmp_path: Any) -> None:
     )
     assert context_namespace(cfg) == "nb"
     assert context_namespace(tmp_path / "missing") == "default"
+
+
+def test_the_groups_being_moved_and_why() -> None:
+    lws = base_object("vllm")
+    now = datetime.datetime(2026, 12, 1, 12, 0, 30, tzinfo=datetime.UTC)
+    move = disruption.Move(
+        2,
+        "vllm-2-1",
+        "gpu-node-3",
+        "2026-12-01T12:00:00Z",
+        disruption.SURGING,
+        slot=True,
+        why="waiting for surge group vllm-4 to be Ready",
+    )
+    state = disruption.DisruptionState((move,))
+    sts = {"metadata": {"annotations": {disruption.STATE_ANNOTATION: state.to_annotation()}}}
+    assert moves_section(lws, sts, now) == (
+        "groups being moved (disruption budget 1 from maxUnavailable):\n"
+        "  group 2: surging for 30s, asked by the eviction of pod vllm-2-1 (node gpu-node-3): "
+        "waiting for surge group vllm-4 to be Ready\n"
+    )
+    assert moves_section(lws, None, now) == ""

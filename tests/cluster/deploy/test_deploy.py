@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.controller import certs
+from lws_operator.controller import certs, eviction
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
@@ -48,6 +48,7 @@ from tests.cluster.deploy.helpers import (
     service_account_kubeconfig,
     wait_namespace_gone,
 )
+from tests.cluster.disruption.helpers import evict
 
 MANAGER = "lws-controller-manager"
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -255,6 +256,10 @@ async def installed(
         # The paused operator registered its webhook by URL; the install's points at the
         # Service (a merge of both would be invalid). The next operator registers it again.
         await kube.delete(f"{WEBHOOK_CONFIGS}/{WEBHOOK_CONFIG}")
+        await kube.delete(
+            f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
+            f"{eviction.CONFIGURATION_NAME}"
+        )
         run_kubectl(
             "--kubeconfig",
             str(kubeconfig),
@@ -390,6 +395,19 @@ async def test_the_service_account_runs_the_operator(
             annotations={c.EXCLUSIVE_KEY_ANNOTATION: "topology.kubernetes.io/rack"},
         )
         lws = await create_available(kube, ns, body)
+        # An eviction: the webhook reads the pod and records a move; the reconcile moves the
+        # group (surge group, release, rebuild).
+        refused = await evict(kube, ns, f"{name}-1-1")
+        assert refused is not None and refused.status == 429, refused
+        await wait_for_objects(
+            kube,
+            resource_path("events.k8s.io/v1", "events", namespace=ns),
+            lambda objs: any(e.get("reason") == "MovedGroup" for e in objs.values()),
+            timeout=90,
+            what="a MovedGroup event",
+            field_selector=f"regarding.uid={lws['metadata']['uid']}",
+        )
+        await wait_lws(kube, ns, name, lambda o: is_available(o, 2), "Available after the move")
         await kube.patch(lws_path(ns, name), {"spec": {"replicas": 3}})
         await wait_lws(kube, ns, name, lambda o: is_available(o, 3), "Available with 3")
 

@@ -61,10 +61,11 @@ def test_node_projection_keeps_labels_readiness_and_the_out_of_service_taint() -
     node = {
         "metadata": {"name": "n", "labels": {"zone": "a"}, "annotations": {"big": "x" * 99}},
         "spec": {
+            "unschedulable": True,
             "taints": [
                 {"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"},
                 {"key": "gpu", "effect": "NoSchedule"},
-            ]
+            ],
         },
         "status": {
             "conditions": [
@@ -76,7 +77,10 @@ def test_node_projection_keeps_labels_readiness_and_the_out_of_service_taint() -
     }
     assert project_node(node) == {
         "metadata": {"name": "n", "labels": {"zone": "a"}},
-        "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]},
+        "spec": {
+            "taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}],
+            "unschedulable": True,
+        },
         "status": {"conditions": [{"type": "Ready", "status": "False"}]},
     }
 
