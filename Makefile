@@ -11,6 +11,9 @@ LOCAL := .local
 KUBECONFIG_LOCAL := $(LOCAL)/kubeconfig
 TESTBED := $(PY) -m lws_testbed
 # Options follow the subcommand: `python -m lws_testbed up --state-dir ...`.
+# KUEUE=1: Kueue runs in the local cluster too (make cluster-up, make run).
+KUEUE ?=
+KUEUE_ARG := $(if $(filter-out 0,$(KUEUE)),--kueue)
 CLUSTER_ARGS := --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 PYTEST_ARGS ?=
 
@@ -19,13 +22,13 @@ PYTEST_ARGS ?=
 ##@ Main
 
 .PHONY: run
-run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C
-	$(TESTBED) build >/dev/null
-	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS)
+run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C (KUEUE=1: under a GPU queue)
+	$(TESTBED) build $(KUEUE_ARG) >/dev/null
+	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: test
-test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit, cluster and e2e tests
-	$(PY) -m pytest tests -m "not reliability_full" --ignore=tests/e2e $(PYTEST_ARGS)
+test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit, cluster, Kueue and e2e tests
+	$(PY) -m pytest tests -m "not reliability_full and not kueue_full" --ignore=tests/e2e $(PYTEST_ARGS)
 	@if [ -n "$$LWS_TEST_KUBECONFIG" ]; then \
 		echo "test-e2e skipped: LWS_TEST_KUBECONFIG is set (the e2e suite makes its own real-node cluster)"; \
 	elif reason=$$($(TESTBED) preflight); then \
@@ -69,6 +72,11 @@ test-unit: $(STAMP) ## Unit and property tests only (no cluster)
 .PHONY: test-reliability
 test-reliability: $(STAMP) cluster-bins-unless-external ## All reliability tests: operator kills, bad input, faults, load (slow)
 	$(PY) -m pytest tests/cluster/reliability $(PYTEST_ARGS)
+
+.PHONY: test-kueue
+test-kueue: $(STAMP) cluster-bins-unless-external ## All Kueue tests, against this operator, then against upstream LWS v0.9.0 (slow)
+	$(PY) -m pytest tests/cluster/kueue $(PYTEST_ARGS)
+	LWS_TEST_KUEUE_CONTROLLER=upstream $(PY) -m pytest tests/cluster/kueue $(PYTEST_ARGS)
 
 .PHONY: test-cluster
 test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)
@@ -173,20 +181,24 @@ bench-recovery-real: e2e-images ## Group recovery on real containers (group of 4
 ##@ Local cluster
 
 .PHONY: cluster-bins
-cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold)
-	$(TESTBED) build
+cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold; KUEUE=1: Kueue too)
+	$(TESTBED) build $(KUEUE_ARG)
+
+.PHONY: kueue-bins
+kueue-bins: $(STAMP) ## Build Kueue into the cache (once; about 20 min on 2 cores when cold)
+	$(TESTBED) build --kueue
 
 # When this machine can run a real node (make test then runs the e2e suite), its kubelet and
 # kube-proxy are built in the same go build as the control plane.
 .PHONY: cluster-bins-unless-external
 cluster-bins-unless-external: $(STAMP)
 	@if [ -z "$$LWS_TEST_KUBECONFIG" ]; then \
-		if $(TESTBED) preflight >/dev/null; then $(TESTBED) build --real-nodes 1; else $(TESTBED) build; fi; \
+		if $(TESTBED) preflight >/dev/null; then $(TESTBED) build --kueue --real-nodes 1; else $(TESTBED) build --kueue; fi; \
 	fi
 
 .PHONY: cluster-up
-cluster-up: cluster-bins ## Start the local cluster in the background; kubeconfig: .local/kubeconfig
-	$(TESTBED) up $(CLUSTER_ARGS)
+cluster-up: cluster-bins ## Start the local cluster in the background (KUEUE=1: with Kueue); kubeconfig: .local/kubeconfig
+	$(TESTBED) up $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: cluster-down
 cluster-down: $(STAMP) ## Stop the background local cluster

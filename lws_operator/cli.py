@@ -16,11 +16,16 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_crd(args: argparse.Namespace) -> int:
-    """Print (or write) the CRD, or with --admission-policy the ValidatingAdmissionPolicy."""
+    """Print (or write) the CRD, or with --admission-policy the ValidatingAdmissionPolicy, or
+    with --mutating-policy the MutatingAdmissionPolicy."""
     if args.admission_policy:
         from lws_operator.api.admission_policy import policy_yaml
 
         text = policy_yaml()
+    elif args.mutating_policy:
+        from lws_operator.api.admission_policy import mutating_policy_yaml
+
+        text = mutating_policy_yaml()
     else:
         from lws_operator.api.crd import crd_yaml
 
@@ -123,10 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     crd = sub.add_parser("crd", help="print the LeaderWorkerSet CRD as YAML")
     crd.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    crd.add_argument(
+    which = crd.add_mutually_exclusive_group()
+    which.add_argument(
         "--admission-policy",
         action="store_true",
         help="print the ValidatingAdmissionPolicy (and binding) installed with the CRD instead",
+    )
+    which.add_argument(
+        "--mutating-policy",
+        action="store_true",
+        help="print the MutatingAdmissionPolicy (and binding) installed with the CRD instead",
     )
     crd.set_defaults(handler=cmd_crd)
 

@@ -16,6 +16,11 @@
   server-side dry run), from the operator's own planner
   (:mod:`lws_operator.plan.rollout_sim`).
 
+With Kueue managing the LeaderWorkerSet (its Workload API served, and the LWS queued or with
+Workloads), ``status`` adds each group's Workload and its state, and ``plan`` the quota the
+surge groups need against the ClusterQueue's free quota (:mod:`lws_operator.kueue`). Without
+Kueue both print what they always did.
+
 Credentials and namespace as kubectl's: ``--kubeconfig``, else ``$KUBECONFIG``, else
 ``~/.kube/config``; the namespace of the current context unless ``-n`` is given.
 """
@@ -34,12 +39,14 @@ from typing import Any
 
 import yaml
 
+from lws_operator import kueue
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import disruption
 from lws_operator.plan import revision as rev
+from lws_operator.plan.gang import min_resources
 from lws_operator.plan.groups import observe_groups
 from lws_operator.plan.history import History, parse_history, parse_time, project_history
 from lws_operator.plan.history import history_name as _history_name
@@ -125,8 +132,10 @@ def status_rows(
     events: Sequence[dict[str, Any]],
     nodes: dict[str, dict[str, Any] | None],
     now: datetime.datetime,
+    workloads: dict[int, dict[str, Any]] | None = None,
 ) -> list[list[str]]:
-    """The ``status`` table (header first). Pure: everything is passed in."""
+    """The ``status`` table (header first). Pure: everything is passed in. ``workloads``
+    (Kueue's, by group index; None without Kueue) adds the WORKLOAD and KUEUE columns."""
     name = lws["metadata"]["name"]
     spec = lws.get("spec") or {}
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size") or 1)
@@ -140,19 +149,21 @@ def status_rows(
             by_group.setdefault(int(index), []).append(pod)
     recreations = last_recreations(events)
     indices = sorted(set(range(int(spec.get("replicas") or 0))) | set(by_group))
-    rows = [
-        [
-            "GROUP",
-            "REVISION",
-            "LEADER",
-            "WORKERS",
-            "RESTARTS",
-            "AGE",
-            "NODE",
-            "DOMAIN",
-            "LAST RECREATION",
-        ]
+    header = [
+        "GROUP",
+        "REVISION",
+        "LEADER",
+        "WORKERS",
+        "RESTARTS",
+        "AGE",
+        "NODE",
+        "DOMAIN",
+        "LAST RECREATION",
     ]
+    if workloads is not None:
+        indices = sorted(set(indices) | set(workloads))
+        header[-1:-1] = ["WORKLOAD", "KUEUE"]
+    rows = [header]
     for i in indices:
         members = by_group.get(i, [])
         leader = next((p for p in members if p["metadata"]["name"] == f"{name}-{i}"), None)
@@ -168,19 +179,22 @@ def status_rows(
             node = nodes.get(node_name)
             domain = "?" if node is None else labels_of(node).get(topology, "?")
         recreated = recreations.get(i)
-        rows.append(
-            [
-                str(i),
-                labels_of(leader).get(c.REVISION_KEY, "-") if leader else "-",
-                ("1/1" if pod_ready(leader) else "0/1") if leader else "0/1 (missing)",
-                f"{sum(1 for w in workers if pod_ready(w))}/{size - 1}",
-                str(restarts),
-                age(_parse_time((leader or {}).get("metadata", {}).get("creationTimestamp")), now),
-                node_name or "-",
-                domain,
-                f"{recreated[0]} ({age(recreated[1], now)} ago)" if recreated else "-",
-            ]
-        )
+        row = [
+            str(i),
+            labels_of(leader).get(c.REVISION_KEY, "-") if leader else "-",
+            ("1/1" if pod_ready(leader) else "0/1") if leader else "0/1 (missing)",
+            f"{sum(1 for w in workers if pod_ready(w))}/{size - 1}",
+            str(restarts),
+            age(_parse_time((leader or {}).get("metadata", {}).get("creationTimestamp")), now),
+            node_name or "-",
+            domain,
+            f"{recreated[0]} ({age(recreated[1], now)} ago)" if recreated else "-",
+        ]
+        if workloads is not None:
+            wl = workloads.get(i)
+            name_of = ((wl or {}).get("metadata") or {}).get("name") or "-"
+            row[-1:-1] = [name_of, kueue.workload_state(wl)]
+        rows.append(row)
     return rows
 
 
@@ -309,6 +323,22 @@ async def _events(kube: Kube, ns: str, name: str) -> list[dict[str, Any]]:
     ]
 
 
+async def _kueue_workloads(
+    kube: Kube, ns: str, lws: dict[str, Any]
+) -> dict[int, dict[str, Any]] | None:
+    """The LWS's Workloads by group, or None when Kueue does not manage it: its Workload API
+    not served (or not readable), or the LWS neither queued nor with a Workload."""
+    try:
+        listing = await kube.list(resource_path(kueue.API_VERSION, "workloads", namespace=ns))
+    except ApiError as e:
+        if e.status in (403, 404):
+            return None
+        raise
+    found = kueue.group_workloads(listing.get("items", []), lws["metadata"].get("uid", ""))
+    queued = kueue.QUEUE_LABEL in (lws["metadata"].get("labels") or {})
+    return found if found or queued else None
+
+
 async def cmd_status(kube: Kube, ns: str, name: str) -> str:
     lws = await kube.get(_lws_path(ns, name))
     pods = (
@@ -328,6 +358,7 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
         except ApiError:
             nodes[str(node_name)] = None  # not allowed to read nodes: "?"
             unreadable.add(str(node_name))
+    workloads = await _kueue_workloads(kube, ns, lws)
     status = lws.get("status") or {}
     head = (
         f"{ns}/{name}: {status.get('readyReplicas', 0)}/{lws['spec'].get('replicas')} groups "
@@ -335,7 +366,7 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
         f"{lws['spec']['leaderWorkerTemplate'].get('size')}\n"
     )
     now = datetime.datetime.now(datetime.UTC)
-    table = format_table(status_rows(lws, pods, events, nodes, now))
+    table = format_table(status_rows(lws, pods, events, nodes, now, workloads))
     sts = await kube.get_or_none(resource_path("apps/v1", "statefulsets", namespace=ns, name=name))
     cm = await _history_cm(kube, ns, name)
     history = parse_history(
@@ -417,7 +448,37 @@ async def cmd_plan(kube: Kube, ns: str, name: str, new_file: str) -> str:
         else f"no template change (revision {old_key})"
     )
     head = f"{ns}/{name}: {change}; replicas {old_spec.replicas} -> {new_spec.replicas}\n"
-    return head + format_steps(steps)
+    out = head + format_steps(steps)
+    if await _kueue_workloads(kube, ns, current) is not None:
+        # Groups above replicas at any step after the current state: the surge groups.
+        surge = max((s.replicas for s in steps[1:]), default=0) - new_spec.replicas
+        cq_name, cq = await _cluster_queue(kube, ns, defaulted)
+        lines = kueue.surge_quota_lines(min_resources(new_spec), surge, cq_name, cq)
+        out += "\n".join(lines) + "\n"
+    return out
+
+
+async def _cluster_queue(
+    kube: Kube, ns: str, lws: dict[str, Any]
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The ClusterQueue behind the LWS's LocalQueue (name, object), as far as it is found."""
+    queue = (lws["metadata"].get("labels") or {}).get(kueue.QUEUE_LABEL)
+    if not queue:
+        return None, None
+    try:
+        local = await kube.get_or_none(
+            resource_path(kueue.API_VERSION, "localqueues", namespace=ns, name=queue)
+        )
+        cq_name = str(((local or {}).get("spec") or {}).get("clusterQueue") or "") or None
+        if cq_name is None:
+            return f"(LocalQueue {queue} not found)", None
+        return cq_name, await kube.get_or_none(
+            resource_path(kueue.API_VERSION, "clusterqueues", name=cq_name)
+        )
+    except ApiError as e:
+        if e.status == 403:
+            return None, None
+        raise
 
 
 def build_parser() -> argparse.ArgumentParser:

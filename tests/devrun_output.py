@@ -77,6 +77,7 @@ class Screen:
 
 
 _POD = re.compile(r"^pod (\S+) (\w+)(?: on (\S+))?$")
+_GROUP = re.compile(r"^group (\d+)[ :] ?(.*)$")
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Replay:
     headline: str = ""
     pods: dict[str, tuple[str, str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    groups: dict[str, str] = field(default_factory=dict)  # with Kueue: what each group is at
 
     def feed(self, line: str) -> bool:
         """Take ``line`` if it is a change line of this LWS; False if it is another line."""
@@ -96,6 +98,9 @@ class Replay:
         self.lines.append(line)
         self.headline, *changes = line.split("; ")
         for change in changes:
+            if m := _GROUP.match(change):  # with Kueue
+                self.groups[m.group(1)] = m.group(2)
+                continue
             if change.startswith("pod ") and change.endswith(" deleted"):
                 self.pods.pop(change.removeprefix("pod ").removesuffix(" deleted"), None)
                 continue

@@ -1,4 +1,8 @@
-"""The ValidatingAdmissionPolicy that holds the LeaderWorkerSet rules a CRD cannot express.
+"""What the API server does for LeaderWorkerSets beyond the CRD, without a webhook: a
+ValidatingAdmissionPolicy for the rules a CRD cannot express, and a MutatingAdmissionPolicy
+that stores Go's zero values as upstream's defaulting webhook does.
+
+Validation:
 
 CRD validation rules cannot read ``metadata.annotations``, and rules that parse an
 int-or-string percentage exceed the CRD's estimated CEL cost budget (see
@@ -6,6 +10,15 @@ int-or-string percentage exceed the CRD's estimated CEL cost budget (see
 CEL inside the API server (no webhook, no certificates), costed on the actual object. It
 applies to CREATE and UPDATE of ``leaderworkersets`` only, not to the ``scale`` subresource,
 which is also where upstream's validating webhook stops.
+
+Zero values: CRD defaults apply only to absent fields, but Go clients send a non-pointer field
+they left unset as ``""`` (``rolloutStrategy: {type: ""}``; Kueue's LWS webhook round-trips
+every LWS it mutates through Go structs and can add the same), and upstream's defaulting webhook
+stores the default instead (lws v0.10.0 ``pkg/webhooks/leaderworkerset_webhook.go:53-63``). A
+MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA and on by default since
+Kubernetes 1.36) does that inside the API server: nothing to be down, no certificates. It runs
+before the schema is checked, and again (``reinvocationPolicy: IfNeeded``) when a webhook
+changed the object after it.
 """
 
 from __future__ import annotations
@@ -14,11 +27,29 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.crd import to_yaml
+from lws_operator.api.models import RestartPolicy, RolloutStrategyType
 from lws_operator.api.rules import POLICY_VARIABLES, Rule, policy_rules
 
 JsonObj = dict[str, Any]
 
 POLICY_NAME = f"{c.PLURAL}.{c.GROUP}"
+
+
+def _lws_writes() -> JsonObj:
+    """CREATE and UPDATE of leaderworkersets; not the scale subresource (as upstream's
+    webhooks)."""
+    return {
+        "resourceRules": [
+            {
+                "apiGroups": [c.GROUP],
+                "apiVersions": [c.VERSION],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [c.PLURAL],
+            }
+        ]
+    }
+
+
 _REASONS = {
     "FieldValueInvalid": "Invalid",
     "FieldValueForbidden": "Forbidden",
@@ -45,16 +76,7 @@ def validating_admission_policy() -> JsonObj:
         "metadata": {"name": POLICY_NAME},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [c.GROUP],
-                        "apiVersions": [c.VERSION],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": [c.PLURAL],
-                    }
-                ]
-            },
+            "matchConstraints": _lws_writes(),
             "variables": [{"name": n, "expression": e} for n, e in POLICY_VARIABLES],
             "validations": [_validation(r) for r in policy_rules()],
         },
@@ -79,3 +101,78 @@ def policy_yaml() -> str:
         + "---\n"
         + to_yaml(validating_admission_policy_binding())
     )
+
+
+# (JSON path, the value upstream's webhook stores for "" there).
+ZERO_VALUE_DEFAULTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("spec", "rolloutStrategy", "type"), RolloutStrategyType.ROLLING_UPDATE.value),
+    (
+        ("spec", "leaderWorkerTemplate", "restartPolicy"),
+        RestartPolicy.RECREATE_GROUP_ON_POD_RESTART.value,
+    ),
+)
+
+
+def _zero_value_patch(path: tuple[str, ...], value: str) -> str:
+    # Every step optional: the policy runs before the schema is checked (spec may be missing).
+    optional = "object" + "".join(f".?{part}" for part in path)
+    pointer = "/" + "/".join(path)
+    patch = f'JSONPatch{{op: "replace", path: "{pointer}", value: "{value}"}}'
+    return f'({optional}.orValue("-") == "" ? [{patch}] : [])'
+
+
+def mutating_admission_policy() -> JsonObj:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": POLICY_NAME},
+        "spec": {
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "IfNeeded",
+            "matchConstraints": _lws_writes(),
+            "mutations": [
+                {
+                    "patchType": "JSONPatch",
+                    "jsonPatch": {
+                        "expression": " + ".join(
+                            _zero_value_patch(path, value) for path, value in ZERO_VALUE_DEFAULTS
+                        )
+                    },
+                }
+            ],
+        },
+    }
+
+
+def mutating_admission_policy_binding() -> JsonObj:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": POLICY_NAME},
+        "spec": {"policyName": POLICY_NAME},
+    }
+
+
+def mutating_policy_yaml() -> str:
+    return (
+        "# Generated by `lws-operator crd --mutating-policy` from lws_operator/api; do not edit.\n"
+        "# Stores Go's zero values as upstream's defaulting webhook does; install with the CRD\n"
+        '# (Kubernetes >= 1.36; on older clusters skip this file: "" is then refused).\n'
+        "---\n"
+        + to_yaml(mutating_admission_policy())
+        + "---\n"
+        + to_yaml(mutating_admission_policy_binding())
+    )
+
+
+def install_documents() -> list[JsonObj]:
+    """Everything ``kubectl apply --server-side -f crds/`` installs, generated."""
+    from lws_operator.api.crd import custom_resource_definition
+
+    return [
+        custom_resource_definition(),
+        validating_admission_policy(),
+        validating_admission_policy_binding(),
+        mutating_admission_policy(),
+        mutating_admission_policy_binding(),
+    ]

@@ -1,6 +1,9 @@
 """Offline validation of LeaderWorkerSet objects: the verdicts and messages of the API server.
 
-Layers, in the order the API server applies them: the schema (pydantic types, enums and
+First the object is taken as the API server takes it before validating: nulls dropped (no
+field of the CRD is nullable, so the server prunes them and applies the defaults instead) and
+Go's zero values replaced as the MutatingAdmissionPolicy does. Then the layers, in the order
+the API server applies them: the schema (pydantic types, enums and
 required fields, plus unknown fields as ``kubectl --validate=strict`` reports them), the CRD
 rules, then the admission-policy rules. The rules themselves are in
 :mod:`lws_operator.api.rules`.
@@ -9,6 +12,7 @@ rules, then the admission-policy rules. The rules themselves are in
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from lws_operator.api import constants as c
+from lws_operator.api.admission_policy import ZERO_VALUE_DEFAULTS
 from lws_operator.api.crd import open_api_schema
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.api.rules import RULES, Rule
@@ -40,6 +45,8 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> li
     the admission policy when the CRD rejects the object; here every layer is reported at once,
     so one run lists everything to fix. (Accept or reject is the same either way.)
     """
+    obj = as_admitted(obj)
+    old = as_admitted(old) if old is not None else None
     errors = _envelope_errors(obj)
     lws, schema_errors = _parse(_with_generated_name(obj))
     broken = {e.path for e in schema_errors}
@@ -51,6 +58,29 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> li
         if not any(rule.path == p or rule.path.startswith(p + ".") for p in broken):
             errors += _run_rule(rule, lws, old_lws)
     return errors
+
+
+def as_admitted(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` as the API server has it when it validates: every ``null`` in an object dropped
+    (nulls inside lists stay, and are refused), then ``""`` stored as upstream stores it where
+    the MutatingAdmissionPolicy does so."""
+    out: dict[str, Any] = _without_nulls(obj)
+    for path, default in ZERO_VALUE_DEFAULTS:
+        *parents, leaf = path
+        node: Any = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(leaf) == "":
+            node[leaf] = default
+    return out
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _parse(obj: Mapping[str, Any]) -> tuple[LeaderWorkerSet | None, list[FieldError]]:
@@ -161,7 +191,7 @@ def _from_pydantic(err: Any) -> FieldError:
     if kind == "enum":
         allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
         listed = ", ".join(f'"{a}"' for a in allowed)
-        return FieldError(path, f'Unsupported value: "{value}": supported values: {listed}')
+        return FieldError(path, f"Unsupported value: {_json(value)}: supported values: {listed}")
     if kind in ("greater_than_equal", "less_than_equal"):
         return FieldError(path, "Invalid value: must be of type integer with format int32")
     if kind.startswith("int_"):
@@ -173,6 +203,14 @@ def _from_pydantic(err: Any) -> FieldError:
     if kind == "list_type":
         return FieldError(path, "Invalid value: must be of type array")
     return FieldError(path, str(err["msg"]))
+
+
+def _json(value: Any) -> str:
+    """A value as the API server prints it (JSON: ``null``, never Python's ``None``)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))
 
 
 def structural_errors(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -204,7 +242,7 @@ def _type_error(value: Any, schema: Mapping[str, Any]) -> str | None:
         ok = isinstance(value, int | str) and not isinstance(value, bool)
         return None if ok else "Invalid value: must be an integer or a string"
     expected = schema.get("type")
-    if expected not in _JSON_TYPES or value is None:
+    if expected not in _JSON_TYPES:
         return None
     wrong_bool = isinstance(value, bool) and expected != "boolean"
     if wrong_bool or not isinstance(value, _JSON_TYPES[expected]):

@@ -371,10 +371,12 @@ class _Pass:
         if plan.pod_group is not None and not await self._pod_group(plan.pod_group):
             return
         if plan.delete_stale is not None:
+            # Foreground, as the garbage collector would (its finalizer): its pods go first,
+            # since Kueue ungates at once a pod whose StatefulSet it cannot find.
             stale = plan.delete_stale
             await self.kube.delete(
                 self._path(STS, name_of(stale)),
-                propagation="Background",
+                propagation="Foreground",
                 preconditions={"uid": stale["metadata"]["uid"]},
             )
         if plan.workers is not None:
@@ -458,9 +460,10 @@ class _Pass:
     # ---- failures ----------------------------------------------------------------------------
     async def _recreate(self, plan: Recreate) -> None:
         """Delete the whole group: the leader first (its StatefulSet makes a new one at once),
-        then together the worker StatefulSet (so the new leader's can be created without
-        waiting for the garbage collector) and the worker pods (so they start terminating now).
-        Upstream deletes the leader in the foreground and waits for every dependent to be gone.
+        then together the worker StatefulSet (in the foreground: gone once its pods are, and
+        the new leader's follows without waiting for the garbage collector to find it) and the
+        worker pods (so they start terminating now). Upstream deletes the leader in the
+        foreground and waits for every dependent to be gone.
 
         The leader's deletion is the commit point: if it fails nothing else is touched, so the
         next pass still sees the failure and recreates the whole group (deleting workers first
@@ -486,23 +489,25 @@ class _Pass:
     ) -> None:
         """Delete a group whole, the leader first (see :meth:`_recreate`)."""
         pods_path = resource_path("v1", "pods", namespace=self.ns)
+        # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
+        # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
         rest = []
         if workers is not None:
-            rest.append((self._path(STS, name_of(workers)), workers))
+            rest.append((self._path(STS, name_of(workers)), workers, "Foreground"))
         rest += [
-            (f"{pods_path}/{name_of(p)}", p)
+            (f"{pods_path}/{name_of(p)}", p, "Background")
             for p in members
             if p is not leader and not is_deleting(p)
         ]
 
-        def delete(path: str, obj: Any) -> Awaitable[Any]:
+        def delete(path: str, obj: Any, propagation: str) -> Awaitable[Any]:
             preconditions = {"uid": obj["metadata"]["uid"]}
-            return self.kube.delete(path, propagation="Background", preconditions=preconditions)
+            return self.kube.delete(path, propagation=propagation, preconditions=preconditions)
 
-        await delete(f"{pods_path}/{name_of(leader)}", leader)
+        await delete(f"{pods_path}/{name_of(leader)}", leader, "Background")
         self.r.cache.settle(self.key, settle)
-        results = await asyncio.gather(*(delete(p, o) for p, o in rest), return_exceptions=True)
-        for (path, _), result in zip(rest, results, strict=True):
+        results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
+        for (path, _, _), result in zip(rest, results, strict=True):
             if isinstance(result, ApiError):
                 log.warning(
                     "%s/%s: deleting %s failed (%s); the garbage collector removes it with "

@@ -15,6 +15,8 @@ from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, Subdom
 from lws_operator.plan import names
 from lws_operator.plan.meta import controller_ref
 
+# metav1.FinalizerDeleteDependents: the garbage collector honours it as a foreground deletion.
+FOREGROUND_DELETION = "foregroundDeletion"
 # The only claim fields upstream copies into the StatefulSets (contract 3.1).
 _CLAIM_SPEC_FIELDS = ("accessModes", "storageClassName", "volumeMode")
 
@@ -166,6 +168,10 @@ def worker_statefulset(
             "labels": {**_lws_labels(lws), **labels},
             "annotations": dict(lws.annotations),
             "ownerReferences": [controller_ref("v1", "Pod", leader_name, meta["uid"])],
+            # When its leader pod goes, the garbage collector deletes it in the foreground:
+            # its pods first. Deleted in the background, it would vanish before them, and Kueue
+            # ungates at once (no quota check) a pod whose StatefulSet it cannot find.
+            "finalizers": [FOREGROUND_DELETION],
         },
         "spec": sts_spec,
     }

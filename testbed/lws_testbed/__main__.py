@@ -6,7 +6,9 @@ foreground until Ctrl-C. The admin kubeconfig is written to ``--kubeconfig`` (th
 passes ``.local/kubeconfig``, a stable, git-ignored path in the checkout). ``--real-nodes 1``
 adds a real node (``make e2e-up`` is ``lws_testbed.e2e``); ``preflight``
 says in one line why this machine cannot run one (exit 1), ``image pause|workload|operator``
-builds (or finds) an image and prints its reference.
+builds (or finds) an image and prints its reference. With ``--kueue``, Kueue runs in the
+cluster too (after the LeaderWorkerSet CRD and admission policies, which it then installs);
+``build --kueue`` also builds Kueue.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import sys
 import threading
 from pathlib import Path
 
-from lws_testbed import binaries, realnode
+from lws_operator.api.admission_policy import install_documents
+from lws_testbed import binaries, kueue, realnode
 from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
@@ -41,7 +44,14 @@ def _config(args: argparse.Namespace, *, detached: bool) -> ClusterConfig:
         audit_log=args.audit_log,
         die_with_parent=not detached,
         real_nodes=args.real_nodes,
+        kueue=kueue_options() if args.kueue else None,
     )
+
+
+def kueue_options() -> kueue.KueueOptions:
+    """Kueue for this project's cluster: the LeaderWorkerSet API installed before it, so that
+    its LeaderWorkerSet integration starts at once."""
+    return kueue.KueueOptions(install_first=tuple(install_documents()))
 
 
 def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
@@ -53,17 +63,26 @@ def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
             f" and the real node {realnode.NODE_NAME} (label {realnode.NODE_LABEL}=true, "
             f"tainted; images: {refs})"
         )
+    with_kueue = ""
+    if cluster.config.kueue is not None:
+        with_kueue = (
+            f"\n  Kueue v{binaries.pins()['KUEUE_VERSION']} running (ready in "
+            f"{cluster.kueue_seconds:.1f}s; the LeaderWorkerSet CRD is installed)\n"
+            f"  kubectl get clusterqueues,localqueues,workloads.kueue.x-k8s.io -A"
+        )
     return (
         f"local cluster up in {cluster.started_seconds:.1f}s: {cluster.server}, "
         f"{n.count} kwok nodes with {n.gpus} nvidia.com/gpu each{real}\n"
         f"  export KUBECONFIG={kubeconfig.resolve()}\n"
         f"  kubectl get nodes        # kubectl v1.36 is at {binaries.bin_dir() / 'kubectl'}\n"
-        f"  logs: {cluster.log_dir}"
+        f"  logs: {cluster.log_dir}" + with_kueue
     )
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     print(binaries.ensure_binaries(node=args.real_nodes > 0))
+    if args.kueue:
+        print(kueue.kueue_dir())
     return 0
 
 
@@ -157,13 +176,18 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(
             "--real-nodes", type=int, default=0, choices=(0, 1), help="real kubelet nodes (0 or 1)"
         )
+        p.add_argument(
+            "--kueue",
+            action="store_true",
+            help=f"run Kueue v{binaries.pins()['KUEUE_VERSION']} too",
+        )
     image = sub.add_parser("image", help="build (or find) an image; print its reference")
     image.set_defaults(fn=cmd_image)
     image.add_argument("which", choices=("pause", "workload", "operator"))
     args = parser.parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ClusterError, binaries.BinariesError, images.ImageError) as e:
+    except (ClusterError, binaries.BinariesError, images.ImageError, kueue.KueueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
 

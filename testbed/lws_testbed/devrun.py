@@ -1,7 +1,11 @@
 """``make run``: the whole thing on a laptop. A local cluster with simulated GPU nodes (unless
 KUBECONFIG points at one), the CRD, the operator with its pod webhook, and an example (the
 seed's vLLM one by default), with its groups shown as they come up (``devview.py``), until
-Ctrl-C."""
+Ctrl-C.
+
+With ``--kueue`` (``make run KUEUE=1``) Kueue runs in the local cluster too, and the example
+is queued to a GPU ClusterQueue that admits one of its two groups: the other waits for quota,
+shown with Kueue's reason, until the quota is raised with the command printed."""
 
 from __future__ import annotations
 
@@ -15,10 +19,13 @@ import signal
 import sys
 from pathlib import Path
 
+from lws_operator import kueue as kueue_view
 from lws_operator.api import constants as c
+from lws_operator.api.admission_policy import install_documents
 from lws_operator.controller import operator
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
+from lws_testbed import binaries, kueue
 from lws_testbed.devview import Display, LineDisplay, TerminalDisplay, View, view_of
 from lws_testbed.local import ClusterConfig, ClusterError, LocalCluster, running_components
 from lws_testbed.manifests import Applier, create_namespace, load_documents
@@ -27,6 +34,11 @@ from lws_testbed.wait import Objects, follow_objects
 REPO = Path(__file__).resolve().parents[2]
 CRDS = sorted((REPO / "crds").glob("*.yaml"))
 EXAMPLE = REPO / "examples" / "vllm-llama3-405b.yaml"
+# With Kueue: one ResourceFlavor, ClusterQueue and LocalQueue named so, whose GPU quota admits
+# one group of the example (2 pods of 8 GPUs, 32 CPUs and 256Gi each); CPU and memory for two.
+QUEUE = "gpu"
+GROUP_GPUS = 16
+QUEUE_QUOTA: dict[str, str | int] = {"nvidia.com/gpu": GROUP_GPUS, "cpu": 128, "memory": "1Ti"}
 
 
 class _CompactFormatter(logging.Formatter):
@@ -108,12 +120,16 @@ async def _follow(
         changed.set()
 
 
-async def show(kube: Kube, namespace: str, name: str, display: Display) -> None:
-    """Show LWS ``name`` and its pods whenever what is shown changes (watches, no polling)."""
+async def show(
+    kube: Kube, namespace: str, name: str, display: Display, *, with_kueue: bool = False
+) -> None:
+    """Show LWS ``name``, its pods and (``with_kueue``) its Workloads whenever what is shown
+    changes (watches, no polling)."""
     sets: Objects = {}
     pods: Objects = {}
+    workloads: Objects = {}
     changed = asyncio.Event()
-    lists = (asyncio.Event(), asyncio.Event())
+    lists = (asyncio.Event(), asyncio.Event(), asyncio.Event())
     followers = [
         asyncio.create_task(
             _follow(
@@ -136,6 +152,11 @@ async def show(kube: Kube, namespace: str, name: str, display: Display) -> None:
             )
         ),
     ]
+    if with_kueue:
+        path = resource_path(kueue_view.API_VERSION, "workloads", namespace=namespace)
+        followers.append(asyncio.create_task(_follow(kube, path, workloads, changed, lists[2])))
+    else:
+        lists[2].set()
     shown: View | None = None
     try:
         while True:
@@ -146,7 +167,12 @@ async def show(kube: Kube, namespace: str, name: str, display: Display) -> None:
                     task.result()  # raises what stopped it
             if not all(listed.is_set() for listed in lists):
                 continue  # both listed once: no view of the pods without their LWS
-            view = view_of(name, sets.get(f"{namespace}/{name}"), pods.values())
+            view = view_of(
+                name,
+                sets.get(f"{namespace}/{name}"),
+                pods.values(),
+                workloads.values() if with_kueue else None,
+            )
             if view != shown:
                 display.show(shown, view)
                 shown = view
@@ -156,8 +182,11 @@ async def show(kube: Kube, namespace: str, name: str, display: Display) -> None:
         await asyncio.gather(*followers, return_exceptions=True)
 
 
-async def _install(kube: Kube, display: Display, namespace: str, example: Path) -> str:
-    """The CRD, the namespace and ``example``; returns the name of its LeaderWorkerSet."""
+async def _install(
+    kube: Kube, display: Display, namespace: str, example: Path, with_kueue: bool, kubeconfig: Path
+) -> str:
+    """The CRD, the namespace and ``example``; returns the name of its LeaderWorkerSet. With
+    Kueue, its queues first, and the example's LeaderWorkerSet queued."""
     applier = Applier(kube)
     # This waits until LWS objects can be listed: the operator then starts on a served API.
     await applier.apply_all(load_documents(*CRDS))
@@ -165,10 +194,38 @@ async def _install(kube: Kube, display: Display, namespace: str, example: Path) 
     if await kube.get_or_none(resource_path("v1", "namespaces", name=namespace)) is None:
         await create_namespace(kube, namespace)
     docs = load_documents(example)
+    if with_kueue:
+        await applier.apply_all(
+            [
+                kueue.resource_flavor(QUEUE),
+                kueue.cluster_queue(QUEUE, QUEUE, QUEUE_QUOTA),
+                kueue.local_queue(QUEUE, namespace, QUEUE),
+            ]
+        )
+        for doc in docs:
+            if doc.get("kind") == c.KIND:
+                doc.setdefault("metadata", {}).setdefault("labels", {})[kueue.QUEUE_LABEL] = QUEUE
+        display.note(quota_note(kubeconfig))
     await applier.apply_all(docs, namespace=namespace)
     shown = example.relative_to(REPO) if example.is_relative_to(REPO) else example
     display.note(f"applied {shown} in namespace {namespace}")
     return str(next(d["metadata"]["name"] for d in docs if d["kind"] == "LeaderWorkerSet"))
+
+
+def quota_note(kubeconfig: Path) -> str:
+    """What make run KUEUE=1 says about the queue, with the command that raises its quota."""
+    patch = (
+        '[{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota", '
+        f'"value": {2 * GROUP_GPUS}}}]'
+    )
+    kubectl = binaries.bin_dir() / "kubectl"
+    return (
+        f"Kueue: ClusterQueue {QUEUE} has {GROUP_GPUS} nvidia.com/gpu, one group's worth; "
+        "the example is queued to it (label kueue.x-k8s.io/queue-name), so one group runs and "
+        "the other waits for quota. To let it start, raise the quota:\n"
+        f"  {kubectl} --kubeconfig {kubeconfig.resolve()} patch clusterqueue {QUEUE} "
+        f"--type json -p '{patch}'"
+    )
 
 
 async def run(
@@ -178,6 +235,8 @@ async def run(
     *,
     namespace: str = "default",
     example: Path = EXAMPLE,
+    with_kueue: bool = False,
+    user_kubeconfig: Path | None = None,
 ) -> None:
     """Install the CRD and ``example`` (in ``namespace``), then start the operator and show the
     example's LeaderWorkerSet, until SIGINT or SIGTERM (at any step)."""
@@ -187,13 +246,17 @@ async def run(
         loop.add_signal_handler(sig, stop.set)
     stopped = asyncio.ensure_future(stop.wait())
     async with await Kube.connect(kubeconfig, user_agent="lws-operator-dev") as kube:
-        setup = asyncio.create_task(_install(kube, display, namespace, example))
+        setup = asyncio.create_task(
+            _install(kube, display, namespace, example, with_kueue, user_kubeconfig or kubeconfig)
+        )
         await asyncio.wait({setup, stopped}, return_when=asyncio.FIRST_COMPLETED)
         if not setup.done():
             setup.cancel()
             await asyncio.gather(setup, return_exceptions=True)
             return
-        shower = asyncio.create_task(show(kube, namespace, setup.result(), display))
+        shower = asyncio.create_task(
+            show(kube, namespace, setup.result(), display, with_kueue=with_kueue)
+        )
         config = operator.OperatorConfig(kubeconfig=operator_kubeconfig, webhook_port=0)
         # kopf puts its own SIGINT/SIGTERM handlers in place of ours and then stops by itself.
         op = asyncio.create_task(operator.run(config, stop), name="operator")
@@ -220,8 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", type=Path, default=Path(".local/kubeconfig"))
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--example", type=Path, default=EXAMPLE)
+    parser.add_argument("--kueue", action="store_true", help="Kueue in the local cluster too")
     args = parser.parse_args(argv)
     external = os.environ.get("KUBECONFIG")
+    if external and Path(external).resolve() != args.kubeconfig.resolve() and args.kueue:
+        print(
+            "error: make run KUEUE=1 starts a local cluster with Kueue; unset KUBECONFIG "
+            f"(it points at {external})",
+            file=sys.stderr,
+        )
+        return 1
     if external and Path(external).resolve() != args.kubeconfig.resolve():
         display = _display("Ctrl-C stops the operator")
         _configure_logging(display)
@@ -243,14 +314,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     display = _display("Ctrl-C stops the operator and the local cluster")
     _configure_logging(display)
-    display.note("starting the local cluster ...")
+    display.note("starting the local cluster" + (" with Kueue" if args.kueue else "") + " ...")
+    # The generated twins of crds/ (parsing 1 MB of YAML in Python takes seconds).
+    options = kueue.KueueOptions(install_first=tuple(install_documents()))
     try:
         with LocalCluster(
-            ClusterConfig(state_dir=args.state_dir, kubeconfig_out=args.kubeconfig)
+            ClusterConfig(
+                state_dir=args.state_dir,
+                kubeconfig_out=args.kubeconfig,
+                kueue=options if args.kueue else None,
+            )
         ) as cluster:
             display.note(
                 f"local cluster up in {cluster.started_seconds:.1f}s at {cluster.server}; "
                 f"export KUBECONFIG={args.kubeconfig.resolve()}"
+                + (f" (Kueue ready in {cluster.kueue_seconds:.1f}s)" if args.kueue else "")
             )
             asyncio.run(
                 run(
@@ -259,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                     display,
                     namespace=args.namespace,
                     example=args.example,
+                    with_kueue=args.kueue,
+                    user_kubeconfig=args.kubeconfig,
                 )
             )
     except ClusterError as e:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from lws_operator import kueue
 from lws_operator.api import constants as c
 from lws_operator.plan.meta import pod_ready
 
@@ -21,10 +22,30 @@ class PodRow:
     group: str
     worker: str
     node: str  # "" until scheduled
-    state: str  # Pending, Scheduled, Running, Ready, Terminating, Succeeded, Failed, Unknown
+    # Gated (held by a scheduling gate, e.g. Kueue's until the group is admitted), Pending,
+    # Scheduled, Running, Ready, Terminating, Succeeded, Failed, Unknown
+    state: str
 
     def phrase(self) -> str:
         return f"pod {self.name} {self.state}" + (f" on {self.node}" if self.node else "")
+
+
+@dataclass(frozen=True)
+class GroupQueue:
+    """A group's Kueue Workload, in Kueue's words (``lws_operator.kueue.workload_state``)."""
+
+    group: str
+    state: str
+
+    def phrase(self) -> str:
+        if self.state == "admitted":
+            return f"group {self.group} admitted by Kueue"
+        if self.state.startswith("pending (") and self.state.endswith(")"):
+            why = self.state.removeprefix("pending (").removesuffix(")")
+            # "; " separates the changes of a line: Kueue's own list of reasons gets ", ".
+            why = why.removeprefix("Pending: ").replace("; ", ", ")
+            return f"group {self.group} waits for quota: {why}"
+        return f"group {self.group}: Kueue {self.state}"
 
 
 @dataclass(frozen=True)
@@ -35,12 +56,15 @@ class View:
     ready: int
     reconciled: bool  # the operator has written a status
     pods: tuple[PodRow, ...]  # by group, then worker index
+    queue: tuple[GroupQueue, ...] = ()  # with Kueue: each group's Workload, by group
 
 
 def pod_state(pod: Mapping[str, Any]) -> str:
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return "Terminating"
     phase = str((pod.get("status") or {}).get("phase") or "Pending")
+    if phase == "Pending" and (pod.get("spec") or {}).get("schedulingGates"):
+        return "Gated"
     if phase == "Running":
         return "Ready" if pod_ready(pod) else "Running"
     if phase == "Pending" and (pod.get("spec") or {}).get("nodeName"):
@@ -52,8 +76,13 @@ def _index(value: str) -> int:
     return int(value) if value.isdigit() else 1 << 30
 
 
-def view_of(name: str, lws: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]]) -> View:
-    """The view of LWS ``name`` (None: not found) and its pods."""
+def view_of(
+    name: str,
+    lws: Mapping[str, Any] | None,
+    pods: Iterable[Mapping[str, Any]],
+    workloads: Iterable[Mapping[str, Any]] | None = None,
+) -> View:
+    """The view of LWS ``name`` (None: not found), its pods and (with Kueue) its Workloads."""
     rows = []
     for pod in pods:
         labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -70,6 +99,8 @@ def view_of(name: str, lws: Mapping[str, Any] | None, pods: Iterable[Mapping[str
     spec = (lws or {}).get("spec") or {}
     status = (lws or {}).get("status") or {}
     replicas = spec.get("replicas", 1)  # the CRD defaults it to 1
+    uid = str(((lws or {}).get("metadata") or {}).get("uid") or "")
+    by_group = kueue.group_workloads(workloads or (), uid) if uid else {}
     return View(
         name=name,
         exists=lws is not None,
@@ -77,6 +108,9 @@ def view_of(name: str, lws: Mapping[str, Any] | None, pods: Iterable[Mapping[str
         ready=int(status.get("readyReplicas") or 0),  # omitted when 0
         reconciled=bool(status),
         pods=tuple(rows),
+        queue=tuple(
+            GroupQueue(str(i), kueue.workload_state(wl)) for i, wl in sorted(by_group.items())
+        ),
     )
 
 
@@ -94,6 +128,8 @@ def change_line(old: View | None, new: View) -> str | None:
     after = {r.name: r.phrase() for r in new.pods}
     changes = [phrase for name, phrase in after.items() if before.get(name) != phrase]
     changes += [f"pod {name} deleted" for name in before if name not in after]
+    queued = {q.phrase() for q in old.queue} if old else set()
+    changes += [q.phrase() for q in new.queue if q.phrase() not in queued]
     if old is not None and headline(old) == headline(new) and not changes:
         return None
     return "; ".join([headline(new), *changes])
@@ -110,7 +146,10 @@ def frame(view: View, hint: str, *, rows: int) -> list[str]:
         "  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
         for row in table
     ]
-    room = max(2, rows - 3)  # for the column header and the pods, besides headline and status
+    # With Kueue, the groups it has not admitted (and why), under the pods.
+    waiting = [f"  {q.phrase()}" for q in view.queue if q.state != "admitted"]
+    # For the column header and the pods, besides headline, status and the waiting groups.
+    room = max(2, rows - 3 - len(waiting))
     if len(view.pods) == 0:
         lines = ["  (no pods yet)"]
     elif len(lines) > room:
@@ -118,7 +157,7 @@ def frame(view: View, hint: str, *, rows: int) -> list[str]:
         lines = [*lines[: room - 1], f"  ... and {hidden} more pods"]
     ready = sum(1 for r in view.pods if r.state == "Ready")
     status = f"{ready}/{len(view.pods)} pods Ready; {hint}" if view.pods else hint
-    return [headline(view), *lines, status]
+    return [headline(view), *lines, *waiting, status]
 
 
 def redraw(height: int, above: Sequence[str], lines: Sequence[str], columns: int) -> str:

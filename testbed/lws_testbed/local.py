@@ -37,7 +37,7 @@ import yaml
 from lws_operator import pki
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_testbed import binaries, realnode
+from lws_testbed import binaries, kueue, realnode
 from lws_testbed.nodes import NodeShape, fake_nodes
 from lws_testbed.pids import pid_runs
 from lws_testbed.realnode import host as realnode_host
@@ -106,6 +106,7 @@ USERS = (
     User("kwok", "kwok.kubeconfig", ("system:masters",)),
     User("lws-operator", "operator.kubeconfig"),
     User("lws-upstream", "upstream.kubeconfig"),
+    User("kueue", "kueue.kubeconfig"),
 )
 
 
@@ -132,6 +133,8 @@ class ClusterConfig:
     # workload images are always imported; ``images`` are imported too (e.g. the operator's).
     real_nodes: int = 0
     images: tuple[Image, ...] = ()
+    # Start Kueue's manager too, last (before any pod: its pod webhook fails closed).
+    kueue: kueue.KueueOptions | None = None
 
     def __post_init__(self) -> None:
         if self.real_nodes not in (0, 1):
@@ -213,6 +216,8 @@ class LocalCluster:
         # What differed from the saved host state after the real node stopped (empty: as it
         # was); set by stop().
         self.host_differences: list[str] = []
+        self.kueue_files: kueue.KueueFiles | None = None
+        self.kueue_seconds = 0.0
 
     # ---- paths ------------------------------------------------------------------------------
     @property
@@ -272,6 +277,8 @@ class LocalCluster:
             )
             if self.node is not None:
                 self._start_node(self.node, deadline)
+            if self.config.kueue is not None:
+                self.start_kueue(self.config.kueue)
         except BaseException:
             self.stop()
             raise
@@ -310,15 +317,7 @@ class LocalCluster:
         if self.node is not None and "kube-apiserver" not in self.dead_components() and self.procs:
             _run_async(self._drain(self.node))
         for p in reversed(self.procs):
-            if p.popen.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.popen.pid, signal.SIGTERM)
-            try:
-                p.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.popen.pid, signal.SIGKILL)
-                p.popen.wait(timeout=10)
+            _end(p)
         self.procs.clear()
         if self.node is not None:
             self.host_differences = self.node.cleanup()
@@ -375,6 +374,58 @@ class LocalCluster:
             self._wait_http(name, f"http://127.0.0.1:{self.ports['etcd']}/health", deadline)
         elif name == "kube-apiserver":
             self._wait_http(name, f"{self.server}/readyz", deadline, auth=True)
+
+    # ---- Kueue ------------------------------------------------------------------------------
+    def start_kueue(
+        self, options: kueue.KueueOptions, timeout: float = kueue.READY_TIMEOUT
+    ) -> None:
+        """Install Kueue (``options.install_first``, its CRDs, its webhook configurations) and
+        start its manager; return once its webhooks answer through the API server. Raises
+        ClusterError with one line naming the cause."""
+        t0 = time.monotonic()
+        try:
+            kueue.ensure_metrics_certificate()
+            bins = kueue.kueue_dir()
+            if self.kueue_files is None:
+                self.kueue_files = kueue.KueueFiles(
+                    work_dir=self.state_dir / "kueue",
+                    webhook_port=free_port(),
+                    health_port=free_port(),
+                    ca=pki.make_ca("kueue-local-webhook-ca"),
+                )
+            files = self.kueue_files
+            files.write(options)
+            asyncio.run(self._kueue_async(kueue.install, bins, files, options))
+            self._spawn("kueue", files.argv(bins, self.kubeconfig("kueue")))
+            self._write_state()
+            asyncio.run(
+                self._kueue_async(kueue.wait_ready, files, self._check_alive, timeout=timeout)
+            )
+        except kueue.KueueError as e:
+            raise ClusterError(str(e)) from None
+        self.kueue_seconds = time.monotonic() - t0
+
+    def restart_kueue(self, options: kueue.KueueOptions) -> None:
+        """Stop Kueue's manager and start it again with ``options`` (same ports, certificate
+        and webhook configurations), as Kueue's e2e does to change its configuration."""
+        self._end_component("kueue")
+        self.start_kueue(options)
+
+    def stop_kueue(self) -> None:
+        """Stop Kueue's manager and delete its webhook configurations, without which nothing
+        refuses pods any more."""
+        self._end_component("kueue")
+        asyncio.run(self._kueue_async(lambda kube: kueue.remove_webhooks(kube)))
+
+    def _end_component(self, name: str) -> None:
+        for p in [p for p in self.procs if p.name == name]:
+            _end(p)
+            self.procs.remove(p)
+        self._write_state()
+
+    async def _kueue_async(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        async with await Kube.connect(self.kubeconfig("admin")) as kube:
+            await fn(kube, *args, **kwargs)
 
     # ---- set-up -----------------------------------------------------------------------------
     def _pick_ports(self) -> None:
@@ -769,10 +820,26 @@ class LocalCluster:
             raise ClusterError(str(e)) from None
 
 
+def _end(p: _Proc) -> None:
+    """SIGTERM the component's process group, SIGKILL after 10 s."""
+    if p.popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.popen.pid, signal.SIGTERM)
+    try:
+        p.popen.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.popen.pid, signal.SIGKILL)
+        p.popen.wait(timeout=10)
+
+
 def _death_message(name: str, rc: int, log: Path) -> str:
     text = _tail(log)
     if "address already in use" in text:
         return f"{name} could not bind its port: address already in use (see {log})"
+    if name == "kueue":
+        cause = kueue.failure_cause(log)
+        return f"kueue exited with code {rc} during start-up: {cause}; log: {log}"
     return f"{name} exited with code {rc} during start-up; last lines of {log}:\n{text}"
 
 

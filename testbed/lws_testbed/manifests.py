@@ -133,3 +133,23 @@ async def create_namespace(kube: Kube, name: str, timeout: float = 60) -> None:
         timeout=timeout,
         what=f"the default ServiceAccount of namespace {name}",
     )
+
+
+async def replace_whole(kube: Kube, path: str, body: dict[str, Any], attempts: int = 5) -> None:
+    """Create ``body`` at ``path``, or replace what is there as a whole (for a webhook
+    configuration, webhooks of an earlier owner must not survive a merge). Retries conflicts."""
+    collection = path.rsplit("/", 1)[0]
+    for _ in range(attempts):
+        current = await kube.get_or_none(path)
+        try:
+            if current is None:
+                await kube.create(collection, body)
+            else:
+                rv = current["metadata"]["resourceVersion"]
+                meta = {**body["metadata"], "resourceVersion": rv}
+                await kube.replace(path, {**body, "metadata": meta})
+            return
+        except ApiError as e:
+            if e.status != 409:
+                raise
+    raise RuntimeError(f"could not write {path}: {attempts} conflicts in a row")

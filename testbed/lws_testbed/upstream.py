@@ -33,7 +33,7 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.binaries import BUILD_SCRIPT
 from lws_testbed.local import free_port
-from lws_testbed.manifests import Applier
+from lws_testbed.manifests import Applier, replace_whole
 
 ADMISSION = "admissionregistration.k8s.io/v1"
 MUTATING_CONFIGURATION = "lws-mutating-webhook-configuration"
@@ -116,11 +116,11 @@ async def install_crds(kube: Kube, bins: Path, *, field_manager: str = CRD_FIELD
     """Server-side apply (force) upstream's CRDs (LeaderWorkerSet and DisaggregatedSet: its
     manager watches both) and wait until they are Established. A CRD applied later with the
     same ``field_manager`` replaces these wholesale (fields it lacks are removed)."""
-    docs = await asyncio.to_thread(_load_crds, bins)
+    docs = await asyncio.to_thread(load_crds, bins)
     await Applier(kube, field_manager).apply_all(docs)
 
 
-def _load_crds(bins: Path) -> list[dict[str, Any]]:
+def load_crds(bins: Path) -> list[dict[str, Any]]:
     # 2.8 MB of YAML: libyaml's loader when PyYAML has it (about 10 times faster).
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     docs: list[dict[str, Any]] = []
@@ -187,28 +187,6 @@ def webhook_configurations(port: int, ca_bundle: bytes) -> list[dict[str, Any]]:
 def _configuration_path(kind: str, name: str | None = None) -> str:
     plural = f"{kind.removesuffix('WebhookConfiguration').lower()}webhookconfigurations"
     return resource_path(ADMISSION, plural, name=name)
-
-
-async def _put(kube: Kube, body: dict[str, Any]) -> None:
-    """Create ``body``, or replace what is there as a whole (webhooks of an earlier owner,
-    e.g. this operator's, must not survive a merge)."""
-    path = _configuration_path(body["kind"], body["metadata"]["name"])
-    for _ in range(5):
-        current = await kube.get_or_none(path)
-        try:
-            if current is None:
-                await kube.create(_configuration_path(body["kind"]), body)
-            else:
-                meta = {
-                    **body["metadata"],
-                    "resourceVersion": current["metadata"]["resourceVersion"],
-                }
-                await kube.replace(path, {**body, "metadata": meta})
-            return
-        except ApiError as e:
-            if e.status != 409:
-                raise
-    raise UpstreamError(f"could not write {body['kind']} {body['metadata']['name']}: conflicts")
 
 
 def _readiness_probe() -> dict[str, Any]:
@@ -325,7 +303,7 @@ async def start_upstream(
     ports = {"webhook": free_port(), "metrics": free_port(), "health": free_port()}
     config = _write_files(work_dir, ca, ports)
     for body in webhook_configurations(ports["webhook"], ca.cert_pem):
-        await _put(kube, body)
+        await replace_whole(kube, _configuration_path(body["kind"], body["metadata"]["name"]), body)
     log = work_dir / LOG_NAME
     with open(log, "ab") as out:  # noqa: ASYNC230 (opened once, handed to the child)
         proc = await asyncio.create_subprocess_exec(

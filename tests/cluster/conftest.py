@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -19,15 +20,12 @@ from pathlib import Path
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.api.admission_policy import (
-    validating_admission_policy,
-    validating_admission_policy_binding,
-)
-from lws_operator.api.crd import custom_resource_definition
+from lws_operator.api.admission_policy import install_documents
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.manifests import create_namespace, wait_established
+from lws_testbed.manifests import Applier, create_namespace
 from lws_testbed.operator_process import OperatorProcess, RunAs, start_operator
 from tests.unit.api.lws_testdata import base_object
 
@@ -56,29 +54,20 @@ async def until(probe: Callable[[], Awaitable[bool]], *, timeout: float, what: s
 
 @pytest.fixture(scope="session")
 async def lws_api(kube: Kube) -> AsyncIterator[None]:
-    """The LeaderWorkerSet CRD and admission policy, installed and in effect."""
-    crds = "apiextensions.k8s.io/v1"
-    await kube.apply(
-        resource_path(crds, "customresourcedefinitions", name=c.CRD_NAME),
-        custom_resource_definition(),
-        field_manager=FIELD_MANAGER,
-    )
-    await wait_established(kube, c.CRD_NAME)
-    policy = validating_admission_policy()
-    binding = validating_admission_policy_binding()
-    await kube.apply(
-        resource_path(ADMISSION, "validatingadmissionpolicies", name=policy["metadata"]["name"]),
-        policy,
-        field_manager=FIELD_MANAGER,
-    )
-    await kube.apply(
-        resource_path(
-            ADMISSION, "validatingadmissionpolicybindings", name=binding["metadata"]["name"]
-        ),
-        binding,
-        field_manager=FIELD_MANAGER,
-    )
-    # The policy is in effect once it rejects an object only it rejects.
+    """The LeaderWorkerSet CRD and admission policies, installed and in effect."""
+    await install_lws_api(kube)
+    yield
+
+
+async def install_lws_api(
+    kube: Kube, field_manager: str = FIELD_MANAGER, *, wait: bool = True
+) -> None:
+    """What ``kubectl apply --server-side -f crds/`` installs (the CRD waited on until
+    Established); with ``wait``, until both policies act (nothing can be watched for that)."""
+    await Applier(kube, field_manager).apply_all(install_documents())
+    if not wait:
+        return
+    # The validating policy is in effect once it rejects an object only it rejects ...
     probe = base_object("lws-policy-probe")
     probe["metadata"]["annotations"] = {c.EXCLUSIVE_KEY_ANNOTATION: ""}
 
@@ -90,7 +79,29 @@ async def lws_api(kube: Kube) -> AsyncIterator[None]:
         return False
 
     await until(policy_rejects, timeout=60, what="the admission policy to take effect")
-    yield
+    # ... and the mutating one once Go's zero value is stored as the default.
+    zero = base_object("lws-mutating-policy-probe")
+    zero["spec"]["rolloutStrategy"] = {"type": ""}
+
+    async def zero_defaulted() -> bool:
+        try:
+            stored = await kube.create(lws_path("default"), zero, dry_run=True)
+        except ApiError:
+            return False
+        return bool(stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate")
+
+    await until(zero_defaulted, timeout=60, what="the mutating admission policy to take effect")
+
+
+def upstream_bins_or_skip() -> Path:
+    """The upstream LWS manager and its CRDs, built when missing. Skips only when Go is not
+    there to build them; any other build failure fails the test."""
+    try:
+        return upstream.upstream_dir()
+    except upstream.UpstreamUnavailable as e:
+        if shutil.which("go") is None:
+            pytest.skip("the upstream LWS manager is not built, and Go is not on PATH to build it")
+        raise AssertionError(str(e)) from None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

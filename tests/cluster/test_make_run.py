@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import pty
+import shlex
 import signal
 import struct
 import subprocess
@@ -220,4 +221,89 @@ async def test_make_run_on_a_terminal_redraws_one_table_in_place(tmp_path: Path)
     assert screen.visible()[-1] == "stopped", final
     assert table[0] in screen.visible()[:-1], final
     assert os.waitstatus_to_exitcode(status) == -signal.SIGINT, final
+    assert not leftovers(tmp_path, pids)
+
+
+async def test_make_run_with_kueue_waits_for_quota_then_starts_the_second_group(
+    tmp_path: Path,
+) -> None:
+    """`make run KUEUE=1`, piped: the ClusterQueue admits one group of two; the other waits,
+    gated, and the output says why; the command it prints raises the quota and lets it start."""
+    proc = await asyncio.create_subprocess_exec(
+        *make_run(tmp_path),
+        "KUEUE=1",
+        cwd=REPO,
+        env=environment(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    out: list[str] = []
+    replay = Replay(NAME)
+
+    async def until(done: Callable[[], bool], what: str) -> None:
+        assert proc.stdout is not None
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                while not done():
+                    line = (await proc.stdout.readline()).decode()
+                    if not line:
+                        raise AssertionError(f"make run ended before {what}")
+                    out.append(line.rstrip("\n"))
+                    replay.feed(out[-1])
+        except (TimeoutError, AssertionError) as e:
+            raise AssertionError(
+                f"{e or 'timed out'} waiting for {what}; make run printed:\n" + "\n".join(out)
+            ) from None
+
+    def group_pods(group: str) -> dict[str, tuple[str, str]]:
+        prefix = f"{NAME}-{group}"
+        return {n: s for n, s in replay.pods.items() if n == prefix or n.startswith(prefix + "-")}
+
+    def waiting() -> str | None:
+        """The group Kueue holds back (which one it admits first is Kueue's choice)."""
+        held = [g for g, what in replay.groups.items() if what.startswith("waits for quota: ")]
+        return held[0] if len(held) == 1 else None
+
+    def one_waits() -> bool:
+        group = waiting()
+        return (
+            group is not None
+            and replay.headline == f"{NAME}: 1/2 groups ready"
+            and "insufficient unused quota for nvidia.com/gpu" in replay.groups[group]
+            and len(group_pods(group)) == 2
+            and all(state == "Gated" for state, _ in group_pods(group).values())
+        )
+
+    def both_up() -> bool:
+        return (
+            replay.headline == f"{NAME}: 2/2 groups ready"
+            and set(replay.pods) == PODS
+            and all(state == "Ready" for state, _ in replay.pods.values())
+        )
+
+    try:
+        await until(one_waits, "one group ready, the other waiting for quota, gated")
+        held = waiting()
+        command = next(
+            out[i + 1].strip() for i, line in enumerate(out) if line.endswith("raise the quota:")
+        )
+        raised = await asyncio.to_thread(
+            subprocess.run, shlex.split(command), capture_output=True, text=True, timeout=60
+        )
+        assert raised.returncode == 0, (command, raised.stderr)
+        await until(both_up, "2/2 groups ready once the quota was raised")
+        assert held is not None and replay.groups[held] == "admitted by Kueue", replay.groups
+        pids = cluster_pids(tmp_path)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        rest, _ = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            await stop_group(proc.pid, proc.wait)
+    out += rest.decode().splitlines()
+    shown = "make run printed:\n" + "\n".join(out)
+    assert any("Kueue ready in" in line for line in out), shown
+    assert not [line for line in out if any(word in line for word in NOISE)], shown
+    assert out[-1] == "stopped", shown
     assert not leftovers(tmp_path, pids)

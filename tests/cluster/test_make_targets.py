@@ -22,13 +22,22 @@ pytestmark = pytest.mark.skipif(
 )
 
 # Run below for real, in this order of appearance in the tests.
-RUNS = {"help", "cluster-bins", "cluster-up", "cluster-status", "cluster-down", "clean"}
+RUNS = {
+    "help",
+    "cluster-bins",
+    "kueue-bins",
+    "cluster-up",
+    "cluster-status",
+    "cluster-down",
+    "clean",
+}
 # Run elsewhere, or not here; each still has to be a target `make -n` accepts.
 NOT_HERE = {
     "run": "tests/cluster/test_make_run.py runs it",
     "test": "this test runs inside it (CI's .ci/run)",
     "test-cluster": "runs this test itself",
     "test-reliability": "runs the cluster suite (minutes); CI runs its fast subset in make test",
+    "test-kueue": "runs tests/cluster/kueue twice (minutes); CI runs its fast subset in make test",
     "bench": "a benchmark of many minutes, not a check",
     "bench-create": "a benchmark of minutes, not a check",
     "deploy": "needs an operator image in a cluster's runtime",
@@ -136,6 +145,28 @@ def test_the_readme_targets_run_here(checkout: Path) -> None:
 
     assert "stopped: " in make(checkout, "cluster-down").stdout
     assert make(checkout, "cluster-status", check=False).returncode != 0
+
+    # With Kueue: built (the cache), running with the cluster, its API served, stopped with it.
+    kueue_bins = make(checkout, "kueue-bins").stdout.strip().splitlines()[-1]
+    assert (Path(kueue_bins) / "kueue-manager").is_file(), kueue_bins
+    up = make(checkout, "cluster-up", "KUEUE=1").stdout
+    assert "Kueue v" in up and "running" in up, up
+    queues = subprocess.run(
+        [
+            str(Path(bins) / "kubectl"),
+            "--kubeconfig",
+            str(kubeconfig),
+            "get",
+            "clusterqueues,workloads.kueue.x-k8s.io,leaderworkersets",
+            "-A",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert queues.returncode == 0, queues.stderr
+    assert "kueue" in make(checkout, "cluster-status").stdout
+    assert "kueue" in make(checkout, "cluster-down").stdout
 
     # clean stops a running cluster too, then removes the local state and the virtualenv link.
     make(checkout, "cluster-up")

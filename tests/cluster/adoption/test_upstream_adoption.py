@@ -17,7 +17,6 @@ module starts a local cluster of its own and does not use the session's ``operat
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,19 +25,15 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.api.admission_policy import (
-    validating_admission_policy,
-    validating_admission_policy_binding,
-)
-from lws_operator.api.crd import custom_resource_definition
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.manifests import create_namespace, wait_established
+from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
 from lws_testbed.wait import Objects, wait_for_objects
+from tests.cluster.conftest import install_lws_api, upstream_bins_or_skip
 from tests.cluster.controller.helpers import (
     condition,
     container,
@@ -74,12 +69,7 @@ NAMES = ("a", "b", "c")
 @pytest.fixture(scope="module")
 def upstream_bins() -> Path:
     """The upstream manager and its CRDs, built when missing; skips when that is impossible."""
-    try:
-        return upstream.upstream_dir()
-    except upstream.UpstreamUnavailable as e:
-        if shutil.which("go") is None:
-            pytest.skip("the upstream LWS manager is not built, and Go is not on PATH to build it")
-        pytest.skip(str(e))
+    return upstream_bins_or_skip()
 
 
 @pytest.fixture(scope="module")
@@ -235,23 +225,10 @@ async def statefulsets_settled(kube: Kube, name: str) -> None:
 
 # ---- set-up steps ------------------------------------------------------------------------------
 async def install_our_api(kube: Kube) -> None:
-    """Our CRD (replacing upstream's: same field manager, force) and admission policy."""
-    crds = "apiextensions.k8s.io/v1"
-    await kube.apply(
-        resource_path(crds, "customresourcedefinitions", name=c.CRD_NAME),
-        custom_resource_definition(),
-        field_manager=CRD_MANAGER,
-    )
-    await wait_established(kube, c.CRD_NAME)
-    for plural, body in (
-        ("validatingadmissionpolicies", validating_admission_policy()),
-        ("validatingadmissionpolicybindings", validating_admission_policy_binding()),
-    ):
-        await kube.apply(
-            resource_path(ADMISSION, plural, name=body["metadata"]["name"]),
-            body,
-            field_manager=CRD_MANAGER,
-        )
+    """Our CRD (replacing upstream's: same field manager, force) and admission policies. Not
+    waited on: upstream's LWS defaulting webhook, left in place until our operator replaces
+    its configuration, refuses every LWS request meanwhile."""
+    await install_lws_api(kube, CRD_MANAGER, wait=False)
 
 
 def rolling_body() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lws_operator.api import constants as c
@@ -116,7 +117,13 @@ def short_pods(objs: Objects) -> str:
 
 
 async def wait_pods(
-    kube: Kube, ns: str, name: str, done: Any, what: str, timeout: float = TIMEOUT
+    kube: Kube,
+    ns: str,
+    name: str,
+    done: Any,
+    what: str,
+    timeout: float = TIMEOUT,
+    summary: Callable[[Objects], str] = short_pods,
 ) -> Objects:
     return await wait_for_objects(
         kube,
@@ -125,7 +132,7 @@ async def wait_pods(
         timeout=timeout,
         what=f"pods of {name}: {what}",
         label_selector=f"{c.SET_NAME_LABEL}={name}",
-        summary=short_pods,
+        summary=summary,
     )
 
 

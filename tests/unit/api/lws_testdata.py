@@ -93,11 +93,34 @@ def _name(case_id: str, length: int | None) -> str:
     return name[:-1] + "x" if name.endswith("-") else name
 
 
+def set_literal(obj: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with each dotted path set to its value as is, ``null`` and ``""`` included
+    (which a merge patch cannot express); missing objects on the way are added."""
+    out = copy.deepcopy(obj)
+    for dotted, value in values.items():
+        *parents, leaf = dotted.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 def _cases(entry: dict[str, Any]) -> list[Case]:
     expect = {k: entry.get(k) for k in ("path", "message", "server")}
     name = _name(entry["id"], entry.get("name_length"))
     base = base_object(name)
     patch = entry.get("patch") or {}
+    if "literal" in entry:  # creates only: an update sends a merge patch, where null deletes
+        return [
+            Case(
+                entry["id"],
+                set_literal(merge_patch(base, patch), entry["literal"]),
+                None,
+                patch,
+                **expect,
+            )
+        ]
     if "old" in entry:
         old = merge_patch(base, entry["old"])
         return [Case(entry["id"], merge_patch(old, patch), old, patch, **expect)]

@@ -143,6 +143,8 @@ def test_worker_statefulset_fields() -> None:
     assert meta["annotations"] == {"note": "x", c.REPLICAS_ANNOTATION: "user-value"}
     (owner,) = meta["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["uid"]) == ("Pod", "sample-1", "leader-uid")
+    # Garbage-collected in the foreground, its pods first (Kueue, compatibility C11).
+    assert meta["finalizers"] == ["foregroundDeletion"]
     spec = sts["spec"]
     assert spec["replicas"] == 3
     assert spec["ordinals"] == {"start": 1}

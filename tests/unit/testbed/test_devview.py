@@ -231,3 +231,47 @@ def test_live_notes_without_a_table_are_plain_lines() -> None:
     screen = Screen()
     screen.feed(out.getvalue())
     assert screen.visible() == ["one", "two", "three"]
+
+
+# ---- with Kueue (make run KUEUE=1) ------------------------------------------------------------
+def workload(group: int, admitted: bool, message: str = "") -> dict[str, Any]:
+    conditions = (
+        [{"type": "Admitted", "status": "True", "reason": "Admitted"}]
+        if admitted
+        else [{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message}]
+    )
+    return {
+        "metadata": {
+            "name": f"leaderworkerset-{NAME}-{group}-abcde",
+            "annotations": {"kueue.x-k8s.io/component-workload-index": str(group)},
+            "ownerReferences": [{"uid": "u"}],
+        },
+        "spec": {},
+        "status": {"conditions": conditions},
+    }
+
+
+def test_with_kueue_a_waiting_group_says_why_and_its_pods_are_gated() -> None:
+    owned = {**lws(status={"readyReplicas": 1}), "metadata": {"name": NAME, "uid": "u"}}
+    gated = pod(1, 0)
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    assert pod_state(gated) == "Gated"
+    why = (
+        "couldn't assign flavors to pod set leader: insufficient unused quota for "
+        "nvidia.com/gpu in flavor gpu, 8 more needed; couldn't assign flavors to pod set worker"
+    )
+    waiting = view_of(NAME, owned, [pod(0, 0, "Ready", "n0"), gated], [workload(0, True)])
+    both = view_of(
+        NAME, owned, [pod(0, 0, "Ready", "n0"), gated], [workload(0, True), workload(1, False, why)]
+    )
+    line = change_line(waiting, both)
+    assert line is not None
+    replay = Replay(NAME)
+    assert replay.feed(line)  # "; " inside Kueue's reason does not split the line
+    assert replay.groups["1"].startswith("waits for quota: couldn't assign flavors")
+    assert "8 more needed, couldn't assign" in replay.groups["1"]
+    table = frame(both, HINT, rows=20)
+    assert any(row.strip().startswith("group 1 waits for quota:") for row in table), table
+    assert not any("group 0" in row for row in table), table  # admitted: nothing to say
+    # Without Kueue's Workloads: no group lines at all.
+    assert view_of(NAME, owned, [gated]).queue == ()
