@@ -11,20 +11,26 @@ from typing import Any
 import yaml
 
 from lws_operator.api import constants as c
+from lws_operator.api import ds_constants as dc
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_crd(args: argparse.Namespace) -> int:
-    """Print (or write) the CRD, or with --admission-policy the ValidatingAdmissionPolicy."""
-    if args.admission_policy:
-        from lws_operator.api.admission_policy import policy_yaml
+    """Print (or write) a kind's CRD, or with --admission-policy its ValidatingAdmissionPolicy."""
+    from lws_operator.api import admission_policy, crd, ds_admission_policy, ds_crd
 
-        text = policy_yaml()
-    else:
-        from lws_operator.api.crd import crd_yaml
-
-        text = crd_yaml()
+    if args.kind == dc.SCALER_KIND and args.admission_policy:
+        print(f"lws-operator crd: {dc.SCALER_KIND} has no admission policy", file=sys.stderr)
+        return 2
+    texts: dict[tuple[str, bool], Callable[[], str]] = {
+        (c.KIND, False): crd.crd_yaml,
+        (c.KIND, True): admission_policy.policy_yaml,
+        (dc.KIND, False): ds_crd.crd_yaml,
+        (dc.KIND, True): ds_admission_policy.policy_yaml,
+        (dc.SCALER_KIND, False): ds_crd.scaler_crd_yaml,
+    }
+    text = texts[(args.kind, args.admission_policy)]()
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -33,8 +39,9 @@ def cmd_crd(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check LeaderWorkerSet manifests offline; one line per error, exit status 1 on any."""
-    from lws_operator.api.validation import FieldError, validate
+    """Check LeaderWorkerSet, DisaggregatedSet and DisaggregatedSetRoleScaler manifests
+    offline; one line per error (and per admission warning), exit status 1 on any error."""
+    from lws_operator.api.validation import FieldError, validate, warnings
 
     failed = False
     for name in args.files:
@@ -45,14 +52,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"{name}: {_one_line(e)}")
             failed = True
             continue
-        objects = [(i, d) for i, d in enumerate(docs) if _is_lws(d)]
+        objects = [(i, d) for i, d in enumerate(docs) if _is_ours(d)]
         if not objects:
-            print(f"{name}: no {c.KIND} found", file=sys.stderr)
+            print(f"{name}: no {' or '.join(VALIDATED_KINDS)} found", file=sys.stderr)
         for index, doc in objects:
             where = name if len(docs) == 1 else f"{name}[{index}]"
             errors: list[FieldError] = validate(doc)
             for error in errors:
                 print(f"{where}: {error}")
+            for warning in warnings(doc):
+                print(f"{where}: warning: {warning}")
             failed = failed or bool(errors)
     return 1 if failed else 0
 
@@ -101,8 +110,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_lws(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") == c.KIND
+VALIDATED_KINDS = (c.KIND, dc.KIND, dc.SCALER_KIND)
+
+
+def _is_ours(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") in VALIDATED_KINDS
 
 
 def _one_line(e: Exception) -> str:
@@ -116,8 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    crd = sub.add_parser("crd", help="print the LeaderWorkerSet CRD as YAML")
+    crd = sub.add_parser("crd", help="print a CRD (by default the LeaderWorkerSet's) as YAML")
     crd.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    crd.add_argument(
+        "--kind",
+        choices=VALIDATED_KINDS,
+        default=c.KIND,
+        help=f"the kind whose CRD (or policy) to print (default {c.KIND})",
+    )
     crd.add_argument(
         "--admission-policy",
         action="store_true",
@@ -127,10 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser(
         "validate",
-        help="check LeaderWorkerSet manifests offline",
-        description="Check the LeaderWorkerSet documents of multi-document YAML files with the "
-        "rules the API server applies. Prints FILE: FIELD: MESSAGE per error (FILE[N] for "
-        "document N of a multi-document file) and exits 1 if there is any.",
+        help="check LeaderWorkerSet and DisaggregatedSet manifests offline",
+        description="Check the LeaderWorkerSet, DisaggregatedSet and DisaggregatedSetRoleScaler "
+        "documents of multi-document YAML files with the rules the API server applies. Prints "
+        "FILE: FIELD: MESSAGE per error (FILE[N] for document N of a multi-document file), "
+        "FILE: warning: MESSAGE per admission warning, and exits 1 if there is any error.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     validate.set_defaults(handler=cmd_validate)

@@ -30,6 +30,7 @@ from typing import Any
 import kopf
 
 from lws_operator.api import constants as c
+from lws_operator.api import ds_constants as dc
 from lws_operator.controller import certs, webhook
 from lws_operator.controller.cache import (
     Cache,
@@ -40,13 +41,25 @@ from lws_operator.controller.cache import (
     project_revision,
     project_statefulset,
 )
+from lws_operator.controller.ds_cache import (
+    DS_INDEX,
+    LWS_STORE,
+    SCALER_NAMES_INDEX,
+    SCALERS_INDEX,
+    SERVICES_STORE,
+    DsCache,
+    ds_key,
+    project_child,
+    project_service,
+)
+from lws_operator.controller.ds_reconcile import DsReconciler
 from lws_operator.controller.external_certs import ExternalCertKeeper
 from lws_operator.controller.informer import Informer, Key
 from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
 from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import gang
@@ -54,6 +67,8 @@ from lws_operator.plan import gang
 log = logging.getLogger(__name__)
 
 USER_AGENT = "lws-operator"
+# The name of the DisaggregatedSet controller (its Events' reportingController, its metrics).
+DS_CONTROLLER = "disaggregatedset"
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -136,7 +151,17 @@ def settings(config: OperatorConfig) -> kopf.OperatorSettings:
     return s
 
 
-def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.OperatorRegistry:
+@dataclass
+class DsWiring:
+    """The DisaggregatedSet controller's cache and queue (None when the API is not served)."""
+
+    cache: DsCache
+    queue: WorkQueue
+
+
+def registry(
+    cache: Cache, queue: WorkQueue, config: OperatorConfig, ds: DsWiring | None = None
+) -> kopf.OperatorRegistry:
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
@@ -157,11 +182,86 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
 
     kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="lws_events", registry=reg)(on_lws)
 
+    if ds is not None:
+        _ds_handlers(reg, ds)
+
     @kopf.on.startup(registry=reg)
     async def bind_indexes(**kwargs: Any) -> None:
         cache.bind({k: v for k, v in kwargs.items() if k.startswith("lws_")})
+        if ds is not None:
+            ds.cache.bind(kwargs)
 
     return reg
+
+
+def _ds_handlers(reg: kopf.OperatorRegistry, ds: DsWiring) -> None:
+    """kopf's DisaggregatedSet and role scaler watches: indexes, and events that wake the
+    set (a scaler by its set label). kopf calls handlers only once every index is filled,
+    which the first call tells the cache."""
+
+    async def sets(**kw: Any) -> dict[Key, Any]:
+        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+
+    async def on_set(**kw: Any) -> None:
+        ds.cache.indexed.set()
+        ds.queue.add((kw["namespace"], kw["name"]))
+
+    async def scalers_by_set(**kw: Any) -> dict[Key, Any] | None:
+        key = ds_key(kw["body"])
+        return None if key is None else {key: dict(kw["body"])}
+
+    async def scalers_by_name(**kw: Any) -> dict[Key, Any]:
+        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+
+    async def on_scaler(**kw: Any) -> None:
+        ds.cache.indexed.set()
+        if (key := ds_key(kw["body"])) is not None:
+            ds.queue.add(key)
+
+    group, version = dc.GROUP, dc.VERSION
+    kopf.index(group, version, dc.PLURAL, id=DS_INDEX, registry=reg)(sets)
+    kopf.on.event(group, version, dc.PLURAL, id="ds_events", registry=reg)(on_set)
+    scalers = dc.SCALER_PLURAL
+    kopf.index(group, version, scalers, id=SCALERS_INDEX, registry=reg)(scalers_by_set)
+    kopf.index(group, version, scalers, id=SCALER_NAMES_INDEX, registry=reg)(scalers_by_name)
+    kopf.on.event(group, version, scalers, id="ds_scaler_events", registry=reg)(on_scaler)
+
+
+def ds_informers(kube: Kube, ds: DsWiring, config: OperatorConfig) -> list[Informer]:
+    """The LeaderWorkerSets and Services labelled disaggregatedset.x-k8s.io/name (selected
+    on the server), each event waking its set."""
+    out = []
+    for store, api_version, plural, projection in (
+        (LWS_STORE, c.API_VERSION, c.PLURAL, project_child),
+        (SERVICES_STORE, "v1", "services", project_service),
+    ):
+
+        def on_change(kind: str, key: Key, obj: Any) -> None:
+            ds.queue.add(key)
+
+        for ns in config.namespaces or (None,):
+            informer = Informer(
+                kube,
+                resource_path(api_version, plural, namespace=ns),
+                projection,
+                on_change,
+                label_selector=dc.SET_NAME_LABEL,
+                key_of=ds_key,
+            )
+            ds.cache.add_informer(store, informer)
+            out.append(informer)
+    return out
+
+
+async def ds_api_served(kube: Kube) -> bool:
+    """Whether the DisaggregatedSet API is installed (its CRDs): kopf watches only resources
+    that exist; without them the operator serves LeaderWorkerSets alone (and says so)."""
+    try:
+        found = await kube.get_or_none(f"/apis/{dc.API_VERSION}")
+    except ApiError:
+        return False
+    served = {r.get("name") for r in (found or {}).get("resources") or []}
+    return {dc.PLURAL, dc.SCALER_PLURAL} <= served
 
 
 def node_informer(kube: Kube) -> Informer:
@@ -247,6 +347,18 @@ class WebhookKeeper:
         await self.server.stop()
 
 
+def _start_queues(queue: WorkQueue, ds: DsWiring | None) -> None:
+    queue.start()
+    if ds is not None:
+        ds.queue.start()
+
+
+async def _stop_queues(queue: WorkQueue, ds: DsWiring | None) -> None:
+    await queue.stop()
+    if ds is not None:
+        await ds.queue.stop()
+
+
 async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
     """Run until ``stop`` is set (or forever)."""
     if config.kubeconfig is not None:
@@ -260,6 +372,22 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
     metrics.watch_queue(queue)
+    ds: DsWiring | None = None
+    ds_recorder = EventRecorder(kube, controller=DS_CONTROLLER)
+    if await ds_api_served(kube):
+        ds_cache = DsCache()
+        ds_reconciler = DsReconciler(kube, ds_cache, ds_recorder)
+        ds_queue = WorkQueue(
+            metrics.instrument(ds_reconciler, DS_CONTROLLER), workers=config.workers
+        )
+        metrics.watch_queue(ds_queue, DS_CONTROLLER)
+        ds = DsWiring(ds_cache, ds_queue)
+    else:
+        log.warning(
+            "the %s API is not installed (kubectl apply --server-side -f crds/): "
+            "DisaggregatedSets are not served until the operator restarts with it",
+            dc.API_VERSION,
+        )
     keeper: WebhookKeeper | ExternalCertKeeper = (
         ExternalCertKeeper(
             config.cert_dir, config.webhook_bind_host, config.webhook_port, config.gang_provider
@@ -271,7 +399,10 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     kopf_ready = asyncio.Event()
     watching = [
         asyncio.create_task(i.run(), name=f"informer {i.path}")
-        for i in informers(kube, cache, queue, config)
+        for i in [
+            *informers(kube, cache, queue, config),
+            *(ds_informers(kube, ds, config) if ds else []),
+        ]
     ]
     endpoints = await serve_endpoints(
         MetricsServing(
@@ -304,16 +435,17 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         )
         if config.leader_elect
         else None,
-        queue.start,
-        queue.stop,
+        lambda: _start_queues(queue, ds),
+        lambda: _stop_queues(queue, ds),
         stop_flag,
         lambda leading: metrics.leader.labels(LEASE_NAME).set(int(leading)),
     )
     leadership.start()
     recorder.start()
+    ds_recorder.start()
     try:
         await kopf.operator(
-            registry=registry(cache, queue, config),
+            registry=registry(cache, queue, config, ds),
             settings=settings(config),
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
@@ -322,12 +454,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             ready_flag=kopf_ready,
         )
     finally:
-        await queue.stop()
+        await _stop_queues(queue, ds)
         for task in watching:
             task.cancel()
         await asyncio.gather(*watching, return_exceptions=True)
         await leadership.stop()
         await recorder.stop()
+        await ds_recorder.stop()
         await keeper.stop()
         for endpoint in endpoints:
             await endpoint.stop()

@@ -7,6 +7,9 @@
 #                                  staging replaces), etcd (wrapper module) and kwok
 #   build-bins.sh upstream-lws     the upstream LWS manager (sigs.k8s.io/lws/cmd) and its CRDs,
 #                                  for side-by-side comparisons
+#   build-bins.sh dshash           dshash (dshash/main.go beside this script, on upstream's
+#                                  module): upstream's DisaggregatedSet revision hash and the Go
+#                                  JSON layout it depends on, for the tests
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +29,11 @@ case "$target" in
   upstream-lws)
     bins="$cache/bin/lws-v$LWS_VERSION"
     need="lws-manager" ;;
-  *) die "unknown target '$target' (control-plane or upstream-lws)" ;;
+  dshash)
+    src_hash=$(sha256sum "$here/dshash/main.go" | cut -c1-12)
+    bins="$cache/bin/dshash-lws-v$LWS_VERSION-$src_hash"
+    need="dshash" ;;
+  *) die "unknown target '$target' (control-plane, upstream-lws or dshash)" ;;
 esac
 
 have_all() {
@@ -90,6 +97,19 @@ if [ "$target" = upstream-lws ]; then
   moddir=$(cd "$work/lws-manager" && go list -m -f '{{.Dir}}' sigs.k8s.io/lws)
   mkdir -p "$bins/crds" && cp "$moddir"/config/crd/bases/*.yaml "$bins/crds/"
   chmod u+w "$bins"/crds/*.yaml
+  echo "built in $(( $(date +%s) - started ))s" >&2
+  echo "$bins"
+  exit 0
+fi
+
+if [ "$target" = dshash ]; then
+  echo "building dshash on sigs.k8s.io/lws v$LWS_VERSION ..." >&2
+  mkdir -p "$work/dshash" && cd "$work/dshash"
+  cp "$here/dshash/main.go" .
+  run_go "go mod init (dshash)" go mod init local/dshash
+  run_go "downloading sigs.k8s.io/lws@v$LWS_VERSION" go get "sigs.k8s.io/lws@v$LWS_VERSION"
+  run_go "resolving dshash's imports" go mod tidy
+  run_go "building dshash" go build -trimpath -o "$bins/dshash" .
   echo "built in $(( $(date +%s) - started ))s" >&2
   echo "$bins"
   exit 0

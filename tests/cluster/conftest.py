@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lws_operator.api import constants as c
+from lws_operator.api import ds_admission_policy, ds_crd
 from lws_operator.api.admission_policy import (
     validating_admission_policy,
     validating_admission_policy_binding,
@@ -27,7 +28,7 @@ from lws_operator.api.crd import custom_resource_definition
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.manifests import create_namespace, wait_established
+from lws_testbed.manifests import Applier, create_namespace, wait_established
 from lws_testbed.operator_process import OperatorProcess, start_operator
 from tests.unit.api.lws_testdata import base_object
 
@@ -54,9 +55,17 @@ async def until(probe: Callable[[], Awaitable[bool]], *, timeout: float, what: s
         delay = min(delay * 2, 1.0)
 
 
+async def install_ds_api(kube: Kube, field_manager: str = FIELD_MANAGER) -> None:
+    """The DisaggregatedSet and DisaggregatedSetRoleScaler CRDs (served) and the
+    DisaggregatedSet admission policies."""
+    docs = [ds_crd.custom_resource_definition(), ds_crd.scaler_custom_resource_definition()]
+    await Applier(kube, field_manager).apply_all([*docs, *ds_admission_policy.policies()])
+
+
 @pytest.fixture(scope="session")
 async def lws_api(kube: Kube) -> AsyncIterator[None]:
-    """The LeaderWorkerSet CRD and admission policy, installed and in effect."""
+    """The LeaderWorkerSet CRD and admission policy, installed and in effect; and the
+    DisaggregatedSet API (its policies' effect is waited for by the tests that need it)."""
     crds = "apiextensions.k8s.io/v1"
     await kube.apply(
         resource_path(crds, "customresourcedefinitions", name=c.CRD_NAME),
@@ -64,6 +73,7 @@ async def lws_api(kube: Kube) -> AsyncIterator[None]:
         field_manager=FIELD_MANAGER,
     )
     await wait_established(kube, c.CRD_NAME)
+    await install_ds_api(kube)
     policy = validating_admission_policy()
     binding = validating_admission_policy_binding()
     await kube.apply(
