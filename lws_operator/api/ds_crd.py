@@ -79,8 +79,10 @@ def open_api_schema() -> JsonObj:
 def scaler_open_api_schema() -> JsonObj:
     spec = model_schema(RoleScalerSpec)
     # The scale subresource reads spec.replicas at once (an HPA reads /scale before it ever
-    # writes): it must always be there, hence required with a default.
+    # writes): it must always be there, hence required with a default, and spec defaulted too
+    # (upstream's is not: /scale of a scaler made without a spec fails there).
     spec["required"] = ["replicas"]
+    spec["default"] = {"replicas": 0}
     return _root(
         DisaggregatedSetRoleScaler, spec, model_schema(RoleScalerStatus), spec_required=False
     )

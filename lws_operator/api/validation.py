@@ -285,7 +285,47 @@ def _type_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _bound_error(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """minimum/maximum of numbers, minItems/maxItems of lists, minLength of strings."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"Invalid value: {value}: should be greater than or equal to {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"Invalid value: {value}: should be less than or equal to {schema['maximum']}"
+    if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            return f"Invalid value: {len(value)}: should have at least {schema['minItems']} items"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"Too many: {len(value)}: must have at most {schema['maxItems']} items"
+    if isinstance(value, str) and "minLength" in schema and len(value) < schema["minLength"]:
+        return f"Invalid value: {value!r}: should be at least {schema['minLength']} chars long"
+    return None
+
+
+def _duplicate_keys(value: Any, schema: Mapping[str, Any], path: str) -> list[FieldError]:
+    """Items of a list-map with the same keys (x-kubernetes-list-type: map)."""
+    if schema.get("x-kubernetes-list-type") != "map" or not isinstance(value, list):
+        return []
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    seen: set[str] = set()
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            continue
+        ident = repr([item.get(k) for k in keys])
+        if ident in seen:
+            out.append(
+                FieldError(
+                    f"{path}[{i}]", f"Duplicate value: {dict((k, item.get(k)) for k in keys)}"
+                )
+            )
+        seen.add(ident)
+    return out
+
+
 def _value_error(value: Any, schema: Mapping[str, Any]) -> str | None:
+    if (bound := _bound_error(value, schema)) is not None:
+        return bound
     if not isinstance(value, str):
         return None
     pattern = schema.get("pattern")
@@ -304,6 +344,7 @@ def _walk(value: Any, schema: Mapping[str, Any], path: str, out: list[FieldError
     if problem is not None:
         out.append(FieldError(path, problem))
         return
+    out += _duplicate_keys(value, schema, path)
     if isinstance(value, Mapping):
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
