@@ -204,10 +204,19 @@ def next_step(
     )
 
 
-def all_steps(initial: State, target: State, budgets: Sequence[Budget]) -> list[Step]:
-    """The whole rollout from ``initial`` old replicas and none new, each step applied at
-    once (as if every group became ready immediately): for tests and ``kubectl lws plan``."""
-    old, new = initial, tuple(0 for _ in initial)
+def all_steps(
+    initial: State,
+    target: State,
+    budgets: Sequence[Budget],
+    *,
+    old: State | None = None,
+    new: State | None = None,
+) -> list[Step]:
+    """The whole rollout, each step applied at once (as if every group became ready
+    immediately), from ``old`` and ``new`` replicas (by default ``initial`` old ones and none
+    new): for tests and ``kubectl lws plan``."""
+    old = initial if old is None else old
+    new = tuple(0 for _ in initial) if new is None else new
     steps = [Step(old, new)]
     for _ in range(2 * max((*initial, *target, 0)) + 10):
         step = next_step(initial, old, new, target, budgets)

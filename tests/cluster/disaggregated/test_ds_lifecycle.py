@@ -5,7 +5,11 @@ cases ``e2e_test.go`` :150, :275, :311, :375, :468, :562."""
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from lws_operator.api import ds_constants as c
 from lws_operator.kube.client import Kube
@@ -13,6 +17,7 @@ from lws_operator.kube.paths import resource_path
 from lws_operator.plan.ds_revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed.wait import wait_for_objects
+from tests.cluster.deploy.helpers import kubectl_lws
 from tests.cluster.disaggregated.helpers import (
     available,
     ds_body,
@@ -24,7 +29,9 @@ from tests.cluster.disaggregated.helpers import (
 )
 
 
-async def test_create_scale_and_delete(kube: Kube, lws_namespace: str) -> None:
+async def test_create_scale_and_delete(
+    kube: Kube, lws_namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
     ns = lws_namespace
     prefill = role("prefill", 2, size=2, metadata={"labels": {"kueue.x-k8s.io/queue-name": "q"}})
     prefill["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {
@@ -93,6 +100,21 @@ async def test_create_scale_and_delete(kube: Kube, lws_namespace: str) -> None:
         {"name": "decode", "replicas": 1, "readyReplicas": 1, "updatedReplicas": 1},
     ]
     uids = {n: o["metadata"]["uid"] for n, o in lws.items()}
+
+    # kubectl lws: the set's children and their groups; a change's rollout steps.
+    out = await kubectl_lws("--kubeconfig", str(kubeconfig), "status", "pd", "-n", ns)
+    assert out.startswith(f"{ns}/pd: revision {rev}, 1 slice, Available"), out
+    assert f"pd-0-{rev}-prefill-prv" in out and f"\npd-0-{rev}-decode:\n" in out, out
+    new = copy.deepcopy(body)
+    new["spec"]["roles"][1]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][
+        0
+    ]["image"] = "registry.k8s.io/pause:3.9"
+    (tmp_path / "new.yaml").write_text(yaml.safe_dump(new))
+    plan = await kubectl_lws(
+        "--kubeconfig", str(kubeconfig), "plan", "pd", "-f", str(tmp_path / "new.yaml"), "-n", ns
+    )
+    assert plan.startswith(f"{ns}/pd: revision {rev} -> "), plan
+    assert "slice 0: 4 steps" in plan, plan
 
     # A Static role scaled 1 -> 3 -> 1: the same LeaderWorkerSets, no rollout.
     for n in (3, 1):
