@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,9 @@ class DsReconciler:
     kube: Kube
     cache: DsCache
     events: EventRecorder
+    ready_groups: Callable[[Key], int | None] = lambda key: None
+    """The ready groups of a child LWS as the LeaderWorkerSet controller of this process sees
+    them (None when it does not know the LWS)."""
     reported: dict[Key, set[str]] = field(default_factory=dict)
     """Per set, the problems already reported (one Warning each until they change)."""
 
@@ -76,6 +80,7 @@ class DsReconciler:
                 services=obs.services,
                 scalers=obs.scalers,
                 now=_now(),
+                ready=self._ready(key[0], obs.lws),
             )
         except (ValidationError, GoJsonError) as e:
             note = f"cannot reconcile: {_one_line(e)}"
@@ -97,6 +102,13 @@ class DsReconciler:
         if retry is None:
             self.reported.pop(key, None)  # all went through: report anew what comes back
         return retry
+
+    def _ready(self, ns: str, children: Any) -> dict[str, int]:
+        out = {}
+        for name in children:
+            if (n := self.ready_groups((ns, name))) is not None:
+                out[name] = n
+        return out
 
     async def _apply(self, ds: DisaggregatedSet, body: dict[str, Any], write: Write) -> None:
         ns = ds.namespace

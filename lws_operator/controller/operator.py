@@ -253,6 +253,34 @@ def ds_informers(kube: Kube, ds: DsWiring, config: OperatorConfig) -> list[Infor
     return out
 
 
+def ready_groups(cache: Cache) -> Callable[[Key], int | None]:
+    """The ready groups of an LWS as this process's LWS controller observes them (its pods,
+    through its informers): what a DisaggregatedSet's rollout step waits for, a second
+    sooner than the LWS's status says it (compatibility R9)."""
+
+    def ready(key: Key) -> int | None:
+        obs = cache.observe(key)
+        if obs.lws is None:
+            return None
+        template = (obs.lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        size = int(template.get("size") or 1)
+        return sum(1 for g in obs.groups if g.ready(size))
+
+    return ready
+
+
+def _waker(ds: DsWiring | None) -> Callable[[Any], None] | None:
+    """Wakes the DisaggregatedSet of a pod (its label) on each of the pod's events."""
+    if ds is None:
+        return None
+
+    def wake(pod: Any) -> None:
+        if (key := ds_key(pod)) is not None:
+            ds.queue.add(key)
+
+    return wake
+
+
 async def ds_api_served(kube: Kube) -> bool:
     """Whether the DisaggregatedSet API is installed (its CRDs): kopf watches only resources
     that exist; without them the operator serves LeaderWorkerSets alone (and says so)."""
@@ -276,11 +304,18 @@ def node_informer(kube: Kube) -> Informer:
     )
 
 
-def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
+def informers(
+    kube: Kube,
+    cache: Cache,
+    queue: WorkQueue,
+    config: OperatorConfig,
+    on_pod: Callable[[Any], None] | None = None,
+) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
     with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
     exclusive placement and lost-node detection), whose events wake nothing: what needs a node
-    waits on its pod's events, or on a timer."""
+    waits on its pod's events, or on a timer. ``on_pod`` also hears every pod event (the
+    DisaggregatedSet of a child LWS's pod waits on their readiness)."""
     nodes = node_informer(kube)
     cache.add_informer("nodes", nodes)
     out = [nodes]
@@ -290,6 +325,8 @@ def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig
         def on_change(kind: str, key: Key, obj: Any, _store: str = name) -> None:
             cache.changed(_store, kind, key, obj)
             queue.add(key)
+            if on_pod is not None and _store == "lws_pods":
+                on_pod(obj)
 
         for ns in config.namespaces or (None,):
             informer = Informer(
@@ -376,7 +413,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     ds_recorder = EventRecorder(kube, controller=DS_CONTROLLER)
     if await ds_api_served(kube):
         ds_cache = DsCache()
-        ds_reconciler = DsReconciler(kube, ds_cache, ds_recorder)
+        ds_reconciler = DsReconciler(kube, ds_cache, ds_recorder, ready_groups(cache))
         ds_queue = WorkQueue(
             metrics.instrument(ds_reconciler, DS_CONTROLLER), workers=config.workers
         )
@@ -400,7 +437,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     watching = [
         asyncio.create_task(i.run(), name=f"informer {i.path}")
         for i in [
-            *informers(kube, cache, queue, config),
+            *informers(kube, cache, queue, config, on_pod=_waker(ds)),
             *(ds_informers(kube, ds, config) if ds else []),
         ]
     ]

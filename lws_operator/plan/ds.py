@@ -98,8 +98,10 @@ class _Planner:
         services: Mapping[str, Obj],
         scalers: Mapping[str, Obj],
         now: str,
+        ready: Mapping[str, int],
     ) -> None:
         self.ds, self.now = ds, now
+        self.ready = ready
         roles: Sequence[Mapping[str, Any]] = (body.get("spec") or {}).get("roles") or []
         self.old_status: Mapping[str, Any] = body.get("status") or {}
         self.revision = compute_revision(roles)
@@ -282,7 +284,12 @@ class _Planner:
         missing = [role for role in self.roles if role not in new]
         for role in missing:  # deleted meantime (upstream would wait for it forever)
             self._create_lws(role, s, 0)
-        if missing or any(ch.replicas != ch.ready for ch in new.values() if ch.role in self.roles):
+        stable = all(
+            ch.replicas == self.ready.get(ch.name, ch.ready)
+            for ch in new.values()
+            if ch.role in self.roles
+        )
+        if missing or not stable:
             self.plan.waiting.append(s)
             return
         removed = sorted({ch.role for ch in old} - set(self.roles))
@@ -413,12 +420,17 @@ def plan_disaggregated_set(
     services: Mapping[str, Obj],
     scalers: Mapping[str, Obj],
     now: str,
+    ready: Mapping[str, int] | None = None,
 ) -> DsPlan:
     """Every write of one reconcile of ``ds`` (``body``: the object as stored, whose
     ``spec.roles`` the revision is hashed from and whose status is compared). ``lws`` are the
     LeaderWorkerSets and ``services`` the Services labelled with the set's name, ``scalers``
-    the role scalers labelled with it or named like one of its scalers, all by name."""
-    return _Planner(ds, body, lws, services, scalers, now).run()
+    the role scalers labelled with it or named like one of its scalers, all by name.
+
+    ``ready``: ready groups per child, as the operator's own LeaderWorkerSet controller sees
+    them now (its status says the same, up to a second later, compatibility R9): a rollout
+    step waits for them (upstream waits for ``status.readyReplicas``)."""
+    return _Planner(ds, body, lws, services, scalers, now, ready or {}).run()
 
 
 def failed_create(kind: str, name: str, message: str) -> Event:
