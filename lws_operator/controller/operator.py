@@ -9,6 +9,10 @@ machinery for every pod event was most of the CPU; an informer event costs one p
 Every event only wakes the reconcile of its LWS, through a work queue. The pod webhook is
 served from the same event loop.
 
+The DisaggregatedSet controller runs beside it with the same shape: kopf indexes the
+DisaggregatedSets and their role scalers, informers watch the LeaderWorkerSets and Services
+labelled ``disaggregatedset.x-k8s.io/name``, and a queue of its own runs ``ds_reconcile.py``.
+
 Two kopf features are switched off because they cost something on every LWS event and the
 operator has no use for them: the diff base (a deep copy of each object for change-detection
 handlers: it has none) and the posting of kopf's log lines as Events (the operator's Events are
