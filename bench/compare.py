@@ -16,8 +16,10 @@ first action until the goal holds, plus SETTLE seconds), counted once per audit 
 
 Scenarios: P1 create 32x8; P2 recovery after a worker container restart and after a worker
 pod deletion (8 groups of 8); P3 rolling update 16x4 (maxUnavailable 2, maxSurge 2); P4 100
-LWS x 4 groups x 4 pods (time, peak RSS, CPU, 60 s idle CPU). P5 (API economy) is reported
-for every window. Each scenario writes bench/results/compare-<S>.json (a one-controller run
+LWS x 4 groups x 4 pods (time, peak RSS, CPU, 60 s idle CPU); D1 a DisaggregatedSet rollout
+of 2 roles (4 and 2 groups of 2 pods, maxSurge 1) x 2 slices (upstream v0.9.0 has no slices:
+two sets of the same roles); D2 the same with 1 slice. P5 (API economy) is reported for
+every window. Each scenario writes bench/results/compare-<S>.json (a one-controller run
 replaces that controller's runs and keeps the other's); the summary
 (compare.md, compare.json, compare.png) is rebuilt from all of them.
 """
@@ -44,9 +46,11 @@ from typing import Any
 
 from bench.common import REPO, RESULTS, lws_manifest, machine, no_backoff
 from lws_operator.api import constants as c
+from lws_operator.api import ds_constants as dc
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.meta import pod_ready
+from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
 from lws_testbed.manifests import Applier, load_documents
 from lws_testbed.operator_process import start_operator
@@ -54,7 +58,7 @@ from lws_testbed.simulate import restart_container
 from lws_testbed.upstream import start_upstream, upstream_dir
 from lws_testbed.wait import Objects, wait_for_objects
 
-SCENARIOS = ("P1", "P2", "P3", "P4")
+SCENARIOS = ("P1", "P2", "P3", "P4", "D1", "D2")
 CONTROLLERS = ("ours", "upstream")
 USERS = {"ours": "lws-operator", "upstream": "lws-upstream"}
 NS = "default"
@@ -353,11 +357,118 @@ async def p4(kube: Kube, proc: Proc, run: Run) -> None:
     await clock.window("P4-idle", idle_t, settle=False)
 
 
+# ---- DisaggregatedSet rollouts -------------------------------------------------------------------
+DS_WANT = {"prefill": 4, "decode": 2}  # groups per slice, 2 pods each
+DS_PATH = resource_path(dc.API_VERSION, dc.PLURAL, namespace=NS)
+
+
+def ds_manifest(name: str, slices: int) -> dict[str, Any]:
+    """2 roles of groups of 2 pods, maxSurge 1 and maxUnavailable 0 each; ``slices`` copies
+    (upstream v0.9.0 has no slices: 1 only)."""
+    pod = {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}
+    roles = [
+        {
+            "name": role,
+            "spec": {
+                "replicas": n,
+                "rolloutStrategy": {
+                    "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}
+                },
+                "leaderWorkerTemplate": {"size": 2, "workerTemplate": {"spec": pod}},
+            },
+        }
+        for role, n in DS_WANT.items()
+    ]
+    spec: dict[str, Any] = {"roles": roles}
+    if slices > 1:
+        spec["slices"] = slices
+    return {
+        "apiVersion": dc.API_VERSION,
+        "kind": dc.KIND,
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    }
+
+
+def ds_only(objs: Objects, names: dict[str, str], slices: dict[str, int]) -> bool:
+    """Every set's children are its revision's only (per role and slice), all ready."""
+    for name, revision in names.items():
+        mine = [o for o in objs.values() if labels_of(o).get(dc.SET_NAME_LABEL) == name]
+        if len(mine) != len(DS_WANT) * slices[name]:
+            return False
+        for o in mine:
+            labels, status = labels_of(o), o.get("status") or {}
+            want = DS_WANT[labels[dc.ROLE_LABEL]]
+            if labels[dc.REVISION_LABEL] != revision or o["spec"].get("replicas") != want:
+                return False
+            if status.get("readyReplicas") != want:
+                return False
+    return True
+
+
+async def ds_rollout(kube: Kube, run: Run, slices: dict[str, int]) -> None:
+    """Create the sets, wait until they run, then change every role's template at once and
+    time the rollout until only the new revision's children are left, all ready."""
+    children = resource_path(c.API_VERSION, c.PLURAL, namespace=NS)
+    first = {}
+    for name, n in slices.items():
+        stored = await kube.create(DS_PATH, ds_manifest(name, n))
+        first[name] = compute_revision(stored["spec"]["roles"])
+    selector = dc.SET_NAME_LABEL
+    await wait_for_objects(
+        kube,
+        children,
+        lambda objs: ds_only(objs, first, slices),
+        timeout=TIMEOUT,
+        what="every set up",
+        label_selector=selector,
+    )
+    await asyncio.sleep(SETTLE)
+    clock = Clock(run)
+    t = clock.start()
+    second = {}
+    for name in slices:
+        ds = await kube.get(resource_path(dc.API_VERSION, dc.PLURAL, namespace=NS, name=name))
+        for r in ds["spec"]["roles"]:
+            r["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = [
+                {"name": "BENCH_REVISION", "value": "2"}
+            ]
+        patched = await kube.patch(
+            resource_path(dc.API_VERSION, dc.PLURAL, namespace=NS, name=name),
+            {"spec": {"roles": ds["spec"]["roles"]}},
+        )
+        second[name] = compute_revision(patched["spec"]["roles"])
+    await wait_for_objects(
+        kube,
+        children,
+        lambda objs: ds_only(objs, second, slices),
+        timeout=TIMEOUT,
+        what="every set rolled out",
+        label_selector=selector,
+    )
+    run.metrics["rollout_s"] = since(t)
+    await clock.window(run.scenario, t)
+
+
+async def d1(kube: Kube, proc: Proc, run: Run) -> None:
+    """2 roles x 2 slices: ours one set with slices 2; upstream v0.9.0, which has no slices,
+    the same topology as two sets."""
+    layout = {"pd": 2} if run.controller == "ours" else {"pd-a": 1, "pd-b": 1}
+    await ds_rollout(kube, run, layout)
+
+
+async def d2(kube: Kube, proc: Proc, run: Run) -> None:
+    """2 roles x 1 slice, the same manifest for both."""
+    await ds_rollout(kube, run, {"pd": 1})
+
+
 BODIES: dict[str, Callable[[Kube, Proc, Run], Awaitable[None]]] = {
     "P1": p1,
     "P2": p2,
     "P3": p3,
     "P4": p4,
+    "D1": d1,
+    "D2": d2,
 }
 
 
@@ -531,8 +642,23 @@ HEADLINES: dict[str, list[tuple[str, str, str]]] = {
         ("cpu_s", "P4 CPU until Available (s)", ""),
         ("idle_cpu_s", f"P4 CPU over {IDLE:.0f} s idle (s; 0.01 s resolution)", ""),
     ],
+    "D1": [
+        ("rollout_s", "D1 DisaggregatedSet rollout, 2 roles x 2 slices (s)", ""),
+        ("cpu_s", "D1 controller CPU, whole run (s)", ""),
+    ],
+    "D2": [
+        ("rollout_s", "D2 DisaggregatedSet rollout, 2 roles x 1 slice (s)", ""),
+        ("cpu_s", "D2 controller CPU, whole run (s)", ""),
+    ],
 }
-WINDOWS = {"P1": ["P1"], "P2": ["P2-restart", "P2-delete"], "P3": ["P3"], "P4": ["P4", "P4-idle"]}
+WINDOWS = {
+    "P1": ["P1"],
+    "P2": ["P2-restart", "P2-delete"],
+    "P3": ["P3"],
+    "P4": ["P4", "P4-idle"],
+    "D1": ["D1"],
+    "D2": ["D2"],
+}
 
 
 def median(values: list[float]) -> float | None:

@@ -11,25 +11,29 @@ from typing import Any
 import yaml
 
 from lws_operator.api import constants as c
+from lws_operator.api import ds_constants as dc
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_crd(args: argparse.Namespace) -> int:
-    """Print (or write) the CRD, or with --admission-policy the ValidatingAdmissionPolicy, or
-    with --mutating-policy the MutatingAdmissionPolicy."""
-    if args.admission_policy:
-        from lws_operator.api.admission_policy import policy_yaml
+    """Print (or write) a kind's CRD, or with --admission-policy its ValidatingAdmissionPolicy,
+    or with --mutating-policy the LeaderWorkerSet's MutatingAdmissionPolicy."""
+    from lws_operator.api import admission_policy, crd, ds_admission_policy, ds_crd
 
-        text = policy_yaml()
-    elif args.mutating_policy:
-        from lws_operator.api.admission_policy import mutating_policy_yaml
-
-        text = mutating_policy_yaml()
-    else:
-        from lws_operator.api.crd import crd_yaml
-
-        text = crd_yaml()
+    policy = "admission" if args.admission_policy else "mutating" if args.mutating_policy else ""
+    texts: dict[tuple[str, str], Callable[[], str]] = {
+        (c.KIND, ""): crd.crd_yaml,
+        (c.KIND, "admission"): admission_policy.policy_yaml,
+        (c.KIND, "mutating"): admission_policy.mutating_policy_yaml,
+        (dc.KIND, ""): ds_crd.crd_yaml,
+        (dc.KIND, "admission"): ds_admission_policy.policy_yaml,
+        (dc.SCALER_KIND, ""): ds_crd.scaler_crd_yaml,
+    }
+    if (args.kind, policy) not in texts:
+        print(f"lws-operator crd: {args.kind} has no {policy} policy", file=sys.stderr)
+        return 2
+    text = texts[(args.kind, policy)]()
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -38,8 +42,9 @@ def cmd_crd(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check LeaderWorkerSet manifests offline; one line per error, exit status 1 on any."""
-    from lws_operator.api.validation import FieldError, validate
+    """Check LeaderWorkerSet, DisaggregatedSet and DisaggregatedSetRoleScaler manifests
+    offline; one line per error (and per admission warning), exit status 1 on any error."""
+    from lws_operator.api.validation import FieldError, validate, warnings
 
     failed = False
     for name in args.files:
@@ -50,14 +55,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"{name}: {_one_line(e)}")
             failed = True
             continue
-        objects = [(i, d) for i, d in enumerate(docs) if _is_lws(d)]
+        objects = [(i, d) for i, d in enumerate(docs) if _is_ours(d)]
         if not objects:
-            print(f"{name}: no {c.KIND} found", file=sys.stderr)
+            print(f"{name}: no {' or '.join(VALIDATED_KINDS)} found", file=sys.stderr)
         for index, doc in objects:
             where = name if len(docs) == 1 else f"{name}[{index}]"
             errors: list[FieldError] = validate(doc)
             for error in errors:
                 print(f"{where}: {error}")
+            for warning in warnings(doc):
+                print(f"{where}: warning: {warning}")
             failed = failed or bool(errors)
     return 1 if failed else 0
 
@@ -111,8 +118,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_lws(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") == c.KIND
+VALIDATED_KINDS = (c.KIND, dc.KIND, dc.SCALER_KIND)
+
+
+def _is_ours(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") in VALIDATED_KINDS
 
 
 def _one_line(e: Exception) -> str:
@@ -126,8 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    crd = sub.add_parser("crd", help="print the LeaderWorkerSet CRD as YAML")
+    crd = sub.add_parser("crd", help="print a CRD (by default the LeaderWorkerSet's) as YAML")
     crd.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    crd.add_argument(
+        "--kind",
+        choices=VALIDATED_KINDS,
+        default=c.KIND,
+        help=f"the kind whose CRD (or policy) to print (default {c.KIND})",
+    )
     which = crd.add_mutually_exclusive_group()
     which.add_argument(
         "--admission-policy",
@@ -143,10 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser(
         "validate",
-        help="check LeaderWorkerSet manifests offline",
-        description="Check the LeaderWorkerSet documents of multi-document YAML files with the "
-        "rules the API server applies. Prints FILE: FIELD: MESSAGE per error (FILE[N] for "
-        "document N of a multi-document file) and exits 1 if there is any.",
+        help="check LeaderWorkerSet and DisaggregatedSet manifests offline",
+        description="Check the LeaderWorkerSet, DisaggregatedSet and DisaggregatedSetRoleScaler "
+        "documents of multi-document YAML files with the rules the API server applies. Prints "
+        "FILE: FIELD: MESSAGE per error (FILE[N] for document N of a multi-document file), "
+        "FILE: warning: MESSAGE per admission warning, and exits 1 if there is any error.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     validate.set_defaults(handler=cmd_validate)

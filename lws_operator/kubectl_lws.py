@@ -15,6 +15,9 @@
   to go from the LeaderWorkerSet in the cluster to ``new.yaml`` (validated and defaulted by a
   server-side dry run), from the operator's own planner
   (:mod:`lws_operator.plan.rollout_sim`).
+* The same for DisaggregatedSets (:mod:`lws_operator.kubectl_ds`): ``status
+  disaggregatedset/NAME`` (or a NAME that is no LeaderWorkerSet), and ``plan`` with a
+  DisaggregatedSet in ``new.yaml``.
 
 With Kueue managing the LeaderWorkerSet (its Workload API served, and the LWS queued or with
 Workloads), ``status`` adds each group's Workload and its state, and ``plan`` the quota the
@@ -41,6 +44,7 @@ import yaml
 
 from lws_operator import kueue
 from lws_operator.api import constants as c
+from lws_operator.api import ds_constants as dc
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
@@ -133,13 +137,16 @@ def status_rows(
     nodes: dict[str, dict[str, Any] | None],
     now: datetime.datetime,
     workloads: dict[int, dict[str, Any]] | None = None,
+    topology: str | None = None,
 ) -> list[list[str]]:
     """The ``status`` table (header first). Pure: everything is passed in. ``workloads``
-    (Kueue's, by group index; None without Kueue) adds the WORKLOAD and KUEUE columns."""
+    (Kueue's, by group index; None without Kueue) adds the WORKLOAD and KUEUE columns. The
+    DOMAIN column shows the ``topology`` node label (by default the exclusive-topology
+    annotation's)."""
     name = lws["metadata"]["name"]
     spec = lws.get("spec") or {}
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size") or 1)
-    topology = ((lws.get("metadata") or {}).get("annotations") or {}).get(
+    topology = topology or ((lws.get("metadata") or {}).get("annotations") or {}).get(
         c.EXCLUSIVE_KEY_ANNOTATION
     )
     by_group: dict[int, list[dict[str, Any]]] = {}
@@ -312,7 +319,7 @@ def _lws_path(ns: str, name: str | None = None) -> str:
     return resource_path(c.API_VERSION, c.PLURAL, namespace=ns, name=name)
 
 
-async def _events(kube: Kube, ns: str, name: str) -> list[dict[str, Any]]:
+async def events_of(kube: Kube, ns: str, name: str) -> list[dict[str, Any]]:
     path = resource_path("events.k8s.io/v1", "events", namespace=ns)
     listing = await kube.list(path, field_selector=f"regarding.name={name}")
     return [
@@ -339,17 +346,12 @@ async def _kueue_workloads(
     return found if found or queued else None
 
 
-async def cmd_status(kube: Kube, ns: str, name: str) -> str:
-    lws = await kube.get(_lws_path(ns, name))
-    pods = (
-        await kube.list(
-            resource_path("v1", "pods", namespace=ns), label_selector=f"{c.SET_NAME_LABEL}={name}"
-        )
-    ).get("items", [])
-    events = await _events(kube, ns, name)
+async def nodes_of(
+    kube: Kube, pods: Sequence[dict[str, Any]], unreadable: set[str] | None = None
+) -> dict[str, dict[str, Any] | None]:
+    """The nodes the pods run on, by name (None: gone, or not readable, shown as "?"; the
+    names of those not readable are added to ``unreadable``)."""
     nodes: dict[str, dict[str, Any] | None] = {}
-    unreadable: set[str] = set()
-    # Every node of the pods: topology domains, and node health (issue 16).
     for node_name in {(p.get("spec") or {}).get("nodeName") for p in pods} - {None}:
         try:
             nodes[str(node_name)] = await kube.get_or_none(
@@ -357,7 +359,22 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
             )
         except ApiError:
             nodes[str(node_name)] = None  # not allowed to read nodes: "?"
-            unreadable.add(str(node_name))
+            if unreadable is not None:
+                unreadable.add(str(node_name))
+    return nodes
+
+
+async def cmd_status(kube: Kube, ns: str, name: str) -> str:
+    lws = await kube.get(_lws_path(ns, name))
+    pods = (
+        await kube.list(
+            resource_path("v1", "pods", namespace=ns), label_selector=f"{c.SET_NAME_LABEL}={name}"
+        )
+    ).get("items", [])
+    events = await events_of(kube, ns, name)
+    unreadable: set[str] = set()
+    # Every node of the pods: topology domains, and node health (issue 16).
+    nodes = await nodes_of(kube, pods, unreadable)
     workloads = await _kueue_workloads(kube, ns, lws)
     status = lws.get("status") or {}
     head = (
@@ -398,14 +415,18 @@ def moves_section(lws: dict[str, Any], sts: dict[str, Any] | None, now: datetime
 def _load_new(path: str) -> dict[str, Any]:
     text = sys.stdin.read() if path == "-" else Path(path).read_text()
     for doc in yaml.safe_load_all(text):
-        if isinstance(doc, dict) and doc.get("kind") == c.KIND:
+        if isinstance(doc, dict) and doc.get("kind") in (c.KIND, dc.KIND):
             return doc
-    raise SystemExit(f"kubectl-lws: {path}: no {c.KIND} found")
+    raise SystemExit(f"kubectl-lws: {path}: no {c.KIND} or {dc.KIND} found")
 
 
 async def cmd_plan(kube: Kube, ns: str, name: str, new_file: str) -> str:
-    current = await kube.get(_lws_path(ns, name))
     new = _load_new(new_file)
+    if new.get("kind") == dc.KIND:
+        from lws_operator import kubectl_ds
+
+        return await kubectl_ds.cmd_plan(kube, ns, name, new)
+    current = await kube.get(_lws_path(ns, name))
     new.setdefault("metadata", {}).update(
         name=name, namespace=ns, resourceVersion=current["metadata"]["resourceVersion"]
     )
@@ -483,16 +504,28 @@ async def _cluster_queue(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="kubectl lws", description="Inspect LeaderWorkerSets group by group."
+        prog="kubectl lws",
+        description="Inspect LeaderWorkerSets group by group, and DisaggregatedSets child by "
+        "child.",
     )
     parser.add_argument("--kubeconfig", type=Path, default=None)
     parser.add_argument("-n", "--namespace", default=None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    status = sub.add_parser("status", help="one row per group of a LeaderWorkerSet")
-    status.add_argument("name")
+    status = sub.add_parser(
+        "status",
+        help="one row per group of a LeaderWorkerSet, or per child of a DisaggregatedSet",
+    )
+    status.add_argument(
+        "name", help="NAME, lws/NAME or disaggregatedset/NAME (NAME: an LWS, else a set)"
+    )
     plan = sub.add_parser("plan", help="the rollout steps a change would take")
     plan.add_argument("name")
-    plan.add_argument("-f", "--filename", required=True, help="the new LeaderWorkerSet (- stdin)")
+    plan.add_argument(
+        "-f",
+        "--filename",
+        required=True,
+        help="the new LeaderWorkerSet or DisaggregatedSet (- stdin)",
+    )
     logs = sub.add_parser("logs", help="the log tails kept of a group's failed containers")
     logs.add_argument("name")
     logs.add_argument("group", type=int)
@@ -510,15 +543,36 @@ async def _run(args: argparse.Namespace) -> str:
     ns = args.namespace or context_namespace(kubeconfig)
     kube = await Kube.connect(kubeconfig, user_agent="kubectl-lws")
     try:
+        kind, _, name = args.name.rpartition("/")
         if args.command == "status":
-            return await cmd_status(kube, ns, args.name)
+            return await _status(kube, ns, kind, name)
         if args.command == "logs":
             return await cmd_logs(kube, ns, args.name, args.group)
         if args.command == "recreate":
             return await cmd_recreate(kube, ns, args.name, args.groups)
-        return await cmd_plan(kube, ns, args.name, args.filename)
+        return await cmd_plan(kube, ns, name, args.filename)
     finally:
         await kube.close()
+
+
+_LWS_NAMES = ("", "lws", "leaderworkerset", "leaderworkersets", f"{c.PLURAL}.{c.GROUP}")
+_DS_NAMES = (dc.SINGULAR, dc.PLURAL, f"{dc.PLURAL}.{dc.GROUP}")
+
+
+async def _status(kube: Kube, ns: str, kind: str, name: str) -> str:
+    """A LeaderWorkerSet's groups, or a DisaggregatedSet's children (by ``kind``, or a bare
+    NAME that is no LeaderWorkerSet)."""
+    from lws_operator import kubectl_ds
+
+    if kind not in _LWS_NAMES + _DS_NAMES:
+        raise SystemExit(f"kubectl-lws: unknown kind {kind!r}: lws or disaggregatedset")
+    if kind in _DS_NAMES or (
+        not kind
+        and await kube.get_or_none(_lws_path(ns, name)) is None
+        and await kube.get_or_none(kubectl_ds.ds_path(ns, name)) is not None
+    ):
+        return await kubectl_ds.cmd_status(kube, ns, name)
+    return await cmd_status(kube, ns, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,16 +35,16 @@ JsonObj = dict[str, Any]
 POLICY_NAME = f"{c.PLURAL}.{c.GROUP}"
 
 
-def _lws_writes() -> JsonObj:
-    """CREATE and UPDATE of leaderworkersets; not the scale subresource (as upstream's
-    webhooks)."""
+def _writes(group: str = c.GROUP, version: str = c.VERSION, plural: str = c.PLURAL) -> JsonObj:
+    """CREATE and UPDATE of ``plural`` (by default leaderworkersets); not the scale
+    subresource (as upstream's webhooks)."""
     return {
         "resourceRules": [
             {
-                "apiGroups": [c.GROUP],
-                "apiVersions": [c.VERSION],
+                "apiGroups": [group],
+                "apiVersions": [version],
                 "operations": ["CREATE", "UPDATE"],
-                "resources": [c.PLURAL],
+                "resources": [plural],
             }
         ]
     }
@@ -69,27 +69,52 @@ def _validation(rule: Rule) -> JsonObj:
     return out
 
 
-def validating_admission_policy() -> JsonObj:
+def admission_policy(
+    name: str,
+    *,
+    group: str,
+    version: str,
+    plural: str,
+    rules: list[Rule],
+    variables: tuple[tuple[str, str], ...] = (),
+) -> JsonObj:
+    """A ValidatingAdmissionPolicy running ``rules`` on CREATE and UPDATE of ``plural``."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY_NAME},
+        "metadata": {"name": name},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": _lws_writes(),
-            "variables": [{"name": n, "expression": e} for n, e in POLICY_VARIABLES],
-            "validations": [_validation(r) for r in policy_rules()],
+            "matchConstraints": _writes(group, version, plural),
+            "variables": [{"name": n, "expression": e} for n, e in variables],
+            "validations": [_validation(r) for r in rules],
         },
     }
 
 
-def validating_admission_policy_binding() -> JsonObj:
+def admission_policy_binding(name: str, action: str = "Deny") -> JsonObj:
+    """The binding of policy ``name`` to every matching request (``Deny`` or ``Warn``)."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY_NAME},
-        "spec": {"policyName": POLICY_NAME, "validationActions": ["Deny"]},
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": [action]},
     }
+
+
+def validating_admission_policy() -> JsonObj:
+    return admission_policy(
+        POLICY_NAME,
+        group=c.GROUP,
+        version=c.VERSION,
+        plural=c.PLURAL,
+        rules=policy_rules(),
+        variables=POLICY_VARIABLES,
+    )
+
+
+def validating_admission_policy_binding() -> JsonObj:
+    return admission_policy_binding(POLICY_NAME)
 
 
 def policy_yaml() -> str:
@@ -129,7 +154,7 @@ def mutating_admission_policy() -> JsonObj:
         "spec": {
             "failurePolicy": "Fail",
             "reinvocationPolicy": "IfNeeded",
-            "matchConstraints": _lws_writes(),
+            "matchConstraints": _writes(),
             "mutations": [
                 {
                     "patchType": "JSONPatch",

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -42,7 +43,8 @@ class _StructuralJsonSchema(GenerateJsonSchema):
         return json_schema
 
 
-def _model_schema(model: type[LeaderWorkerSetSpec | LeaderWorkerSetStatus]) -> JsonObj:
+def model_schema(model: type[BaseModel]) -> JsonObj:
+    """The structural CRD schema of an API model (also the DisaggregatedSet's, api/ds_crd.py)."""
     raw = model.model_json_schema(by_alias=True, schema_generator=_StructuralJsonSchema)
     defs = raw.pop("$defs", {})
     resolved: JsonObj = _resolve(raw, defs)
@@ -71,13 +73,13 @@ def _resolve(node: Any, defs: JsonObj) -> Any:
     return out
 
 
-def _strip_defaults(node: Any) -> None:
+def strip_defaults(node: Any) -> None:
     """Status is written by the operator only: no server-side defaults there."""
     if isinstance(node, dict):
         node.pop("default", None)
         for prop in node.get("properties", {}).values():
-            _strip_defaults(prop)
-        _strip_defaults(node.get("items"))
+            strip_defaults(prop)
+        strip_defaults(node.get("items"))
 
 
 def _node(schema: JsonObj, path: tuple[str, ...]) -> JsonObj:
@@ -86,7 +88,8 @@ def _node(schema: JsonObj, path: tuple[str, ...]) -> JsonObj:
     return schema
 
 
-def _validation(rule: Rule) -> JsonObj:
+def crd_validation(rule: Rule) -> JsonObj:
+    """A rule as an x-kubernetes-validations entry."""
     out: JsonObj = {"rule": rule.cel, "message": rule.message}
     if rule.message_expression:
         out["messageExpression"] = rule.message_expression
@@ -102,14 +105,14 @@ def _validation(rule: Rule) -> JsonObj:
 def _attach_rules(root: JsonObj) -> None:
     for scope in sorted({r.scope for r in RULES if r.target == "crd"}):
         node = _node(root, scope)
-        node["x-kubernetes-validations"] = [_validation(r) for r in crd_rules_at(scope)]
+        node["x-kubernetes-validations"] = [crd_validation(r) for r in crd_rules_at(scope)]
 
 
 def open_api_schema() -> JsonObj:
     """The CRD's ``openAPIV3Schema``."""
-    spec = _model_schema(LeaderWorkerSetSpec)
-    status = _model_schema(LeaderWorkerSetStatus)
-    _strip_defaults(status)
+    spec = model_schema(LeaderWorkerSetSpec)
+    status = model_schema(LeaderWorkerSetStatus)
+    strip_defaults(status)
     root: JsonObj = {
         "description": LeaderWorkerSet.__doc__,
         "type": "object",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import inspect
 from enum import StrEnum
-from typing import Any
 
 from pydantic import Field
 
 from lws_operator.api import constants as c
 from lws_operator.api.types import (
     ApiModel,
+    ApiObject,
     Int32,
     Int64,
     IntOrString,
@@ -309,24 +309,10 @@ class LeaderWorkerSetStatus(ApiModel):
     )
 
 
-class LeaderWorkerSet(ApiModel):
+class LeaderWorkerSet(ApiObject):
     """A set of groups of pods (one leader and size-1 workers) replicated and updated as units."""
 
     api_version: str = c.API_VERSION
     kind: str = c.KIND
-    metadata: dict[str, Any] = Field(default_factory=dict)
     spec: LeaderWorkerSetSpec
     status: LeaderWorkerSetStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        value = self.metadata.get("annotations")
-        return dict(value) if isinstance(value, dict) else {}

@@ -33,6 +33,30 @@ class ApiModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class ApiObject(ApiModel):
+    """A whole object: its metadata kept as the API server sent it, with the few parts every
+    reader needs."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        value = self.metadata.get("annotations")
+        return dict(value) if isinstance(value, dict) else {}
+
+
 # Bounds the run-time cost of the CEL rules that parse percentages ("100%" needs 4). The CRD's
 # static cost estimator ignores maxLength on int-or-string; see rules._cel_scaled.
 INT_OR_STRING_MAX_LENGTH = 64
@@ -89,13 +113,17 @@ def kube_object(definition: str) -> Any:
 
 PodTemplateSpec = kube_object("io.k8s.api.core.v1.PodTemplateSpec")
 PersistentVolumeClaim = kube_object("io.k8s.api.core.v1.PersistentVolumeClaim")
+# Embedded metadata (name, namespace, labels, annotations, finalizers), as in pod templates.
+ObjectMeta = kube_object("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
 
 __all__ = [
     "KUBE_SCHEMA_MARKER",
     "ApiModel",
+    "ApiObject",
     "Int32",
     "Int64",
     "IntOrString",
+    "ObjectMeta",
     "PersistentVolumeClaim",
     "PodTemplateSpec",
 ]

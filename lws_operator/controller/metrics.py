@@ -105,16 +105,17 @@ def group_state(g: Group, key: str, size: int) -> str:
 
 
 class _QueueCollector(Collector):
-    def __init__(self, queue: WorkQueue) -> None:
+    def __init__(self, queue: WorkQueue, name: str = CONTROLLER) -> None:
         self.queue = queue
+        self.name = name
 
     def collect(self) -> Iterable[Any]:
         depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=["name"])
-        depth.add_metric([CONTROLLER], len(self.queue))
+        depth.add_metric([self.name], len(self.queue))
         adds = CounterMetricFamily(
             "workqueue_adds", "Total number of adds handled by workqueue", labels=["name"]
         )
-        adds.add_metric([CONTROLLER], self.queue.adds)
+        adds.add_metric([self.name], self.queue.adds)
         yield depth
         yield adds
 
@@ -221,16 +222,17 @@ class Metrics:
         self.reconcile_errors.labels(CONTROLLER)
         self._recreation_labels: dict[Key, set[str]] = {}
 
-    def watch_queue(self, queue: WorkQueue) -> None:
-        self.registry.register(_QueueCollector(queue))
-        self.max_concurrent.labels(CONTROLLER).set(queue.workers)
+    def watch_queue(self, queue: WorkQueue, controller: str = CONTROLLER) -> None:
+        self.registry.register(_QueueCollector(queue, controller))
+        self.max_concurrent.labels(controller).set(queue.workers)
 
-    def instrument(self, handler: Handler) -> Handler:
-        """``handler`` timed and counted as controller-runtime counts reconciles, with the
-        LWS it works on in the context of every log line."""
+    def instrument(self, handler: Handler, controller: str = CONTROLLER) -> Handler:
+        """``handler`` timed and counted as controller-runtime counts reconciles (per
+        ``controller``: leaderworkerset, disaggregatedset), with the object it works on in the
+        context of every log line."""
         total = self.reconcile_total
-        active = self.active_workers.labels(CONTROLLER)
-        timer = self.reconcile_time.labels(CONTROLLER)
+        active = self.active_workers.labels(controller)
+        timer = self.reconcile_time.labels(controller)
 
         async def reconcile(key: Any) -> float | None:
             start = time.perf_counter()
@@ -239,11 +241,11 @@ class Metrics:
                 with reconciling(key):
                     again = await handler(key)
             except Exception:
-                total.labels(CONTROLLER, "error").inc()
-                self.reconcile_errors.labels(CONTROLLER).inc()
+                total.labels(controller, "error").inc()
+                self.reconcile_errors.labels(controller).inc()
                 raise
             else:
-                total.labels(CONTROLLER, "requeue_after" if again else "success").inc()
+                total.labels(controller, "requeue_after" if again else "success").inc()
                 return again
             finally:
                 active.dec()

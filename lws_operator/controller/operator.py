@@ -9,6 +9,10 @@ machinery for every pod event was most of the CPU; an informer event costs one p
 Every event only wakes the reconcile of its LWS, through a work queue. The pod webhook is
 served from the same event loop.
 
+The DisaggregatedSet controller runs beside it with the same shape: kopf indexes the
+DisaggregatedSets and their role scalers, informers watch the LeaderWorkerSets and Services
+labelled ``disaggregatedset.x-k8s.io/name``, and a queue of its own runs ``ds_reconcile.py``.
+
 Two kopf features are switched off because they cost something on every LWS event and the
 operator has no use for them: the diff base (a deep copy of each object for change-detection
 handlers: it has none) and the posting of kopf's log lines as Events (the operator's Events are
@@ -30,6 +34,7 @@ from typing import Any, cast
 import kopf
 
 from lws_operator.api import constants as c
+from lws_operator.api import ds_constants as dc
 from lws_operator.controller import certs, webhook
 from lws_operator.controller.cache import (
     Cache,
@@ -41,6 +46,20 @@ from lws_operator.controller.cache import (
     project_service,
     project_statefulset,
 )
+from lws_operator.controller.ds_cache import (
+    DS_INDEX,
+    LWS_STORE,
+    SCALER_NAMES_INDEX,
+    SCALERS_INDEX,
+    SERVICES_STORE,
+    DsCache,
+    ds_key,
+    project_child,
+)
+from lws_operator.controller.ds_cache import (
+    project_service as project_ds_service,
+)
+from lws_operator.controller.ds_reconcile import DsReconciler
 from lws_operator.controller.eviction import (
     EVICTION_WEBHOOK_PATH,
     EvictionCoverage,
@@ -52,7 +71,7 @@ from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership
 from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.controller.queue import WorkQueue
 from lws_operator.controller.reconcile import Reconciler
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import gang
@@ -62,6 +81,8 @@ from lws_operator.plan.history import Limits, project_history
 log = logging.getLogger(__name__)
 
 USER_AGENT = "lws-operator"
+# The name of the DisaggregatedSet controller (its Events' reportingController, its metrics).
+DS_CONTROLLER = "disaggregatedset"
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -149,7 +170,17 @@ def settings(config: OperatorConfig) -> kopf.OperatorSettings:
     return s
 
 
-def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.OperatorRegistry:
+@dataclass
+class DsWiring:
+    """The DisaggregatedSet controller's cache and queue (None when the API is not served)."""
+
+    cache: DsCache
+    queue: WorkQueue
+
+
+def registry(
+    cache: Cache, queue: WorkQueue, config: OperatorConfig, ds: DsWiring | None = None
+) -> kopf.OperatorRegistry:
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
@@ -170,11 +201,114 @@ def registry(cache: Cache, queue: WorkQueue, config: OperatorConfig) -> kopf.Ope
 
     kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="lws_events", registry=reg)(on_lws)
 
+    if ds is not None:
+        _ds_handlers(reg, ds)
+
     @kopf.on.startup(registry=reg)
     async def bind_indexes(**kwargs: Any) -> None:
         cache.bind({k: v for k, v in kwargs.items() if k.startswith("lws_")})
+        if ds is not None:
+            ds.cache.bind(kwargs)
 
     return reg
+
+
+def _ds_handlers(reg: kopf.OperatorRegistry, ds: DsWiring) -> None:
+    """kopf's DisaggregatedSet and role scaler watches: indexes, and events that wake the
+    set (a scaler by its set label). kopf calls handlers only once every index is filled,
+    which the first call tells the cache."""
+
+    async def sets(**kw: Any) -> dict[Key, Any]:
+        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+
+    async def on_set(**kw: Any) -> None:
+        ds.cache.indexed.set()
+        ds.queue.add((kw["namespace"], kw["name"]))
+
+    async def scalers_by_set(**kw: Any) -> dict[Key, Any] | None:
+        key = ds_key(kw["body"])
+        return None if key is None else {key: dict(kw["body"])}
+
+    async def scalers_by_name(**kw: Any) -> dict[Key, Any]:
+        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+
+    async def on_scaler(**kw: Any) -> None:
+        ds.cache.indexed.set()
+        if (key := ds_key(kw["body"])) is not None:
+            ds.queue.add(key)
+
+    group, version = dc.GROUP, dc.VERSION
+    kopf.index(group, version, dc.PLURAL, id=DS_INDEX, registry=reg)(sets)
+    kopf.on.event(group, version, dc.PLURAL, id="ds_events", registry=reg)(on_set)
+    scalers = dc.SCALER_PLURAL
+    kopf.index(group, version, scalers, id=SCALERS_INDEX, registry=reg)(scalers_by_set)
+    kopf.index(group, version, scalers, id=SCALER_NAMES_INDEX, registry=reg)(scalers_by_name)
+    kopf.on.event(group, version, scalers, id="ds_scaler_events", registry=reg)(on_scaler)
+
+
+def ds_informers(kube: Kube, ds: DsWiring, config: OperatorConfig) -> list[Informer]:
+    """The LeaderWorkerSets and Services labelled disaggregatedset.x-k8s.io/name (selected
+    on the server), each event waking its set."""
+    out = []
+    for store, api_version, plural, projection in (
+        (LWS_STORE, c.API_VERSION, c.PLURAL, project_child),
+        (SERVICES_STORE, "v1", "services", project_ds_service),
+    ):
+
+        def on_change(kind: str, key: Key, obj: Any) -> None:
+            ds.queue.add(key)
+
+        for ns in config.namespaces or (None,):
+            informer = Informer(
+                kube,
+                resource_path(api_version, plural, namespace=ns),
+                projection,
+                on_change,
+                label_selector=dc.SET_NAME_LABEL,
+                key_of=ds_key,
+            )
+            ds.cache.add_informer(store, informer)
+            out.append(informer)
+    return out
+
+
+def ready_groups(cache: Cache) -> Callable[[Key], int | None]:
+    """The ready groups of an LWS as this process's LWS controller observes them (its pods,
+    through its informers): what a DisaggregatedSet's rollout step waits for, a second
+    sooner than the LWS's status says it (compatibility R9)."""
+
+    def ready(key: Key) -> int | None:
+        obs = cache.observe(key)
+        if obs.lws is None:
+            return None
+        template = (obs.lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        size = int(template.get("size") or 1)
+        return sum(1 for g in obs.groups if g.ready(size))
+
+    return ready
+
+
+def _waker(ds: DsWiring | None) -> Callable[[Any], None] | None:
+    """Wakes the DisaggregatedSet of a pod (its label) on each of the pod's events."""
+    if ds is None:
+        return None
+
+    def wake(pod: Any) -> None:
+        if (key := ds_key(pod)) is not None:
+            ds.queue.add(key)
+
+    return wake
+
+
+async def ds_api_served(kube: Kube) -> bool:
+    """Whether the DisaggregatedSet API is installed (its CRDs): kopf watches only resources
+    that exist; without them the operator serves LeaderWorkerSets alone (and says so)."""
+    try:
+        found = await kube.get_or_none(f"/apis/{dc.API_VERSION}")
+    except ApiError:
+        return False
+    served = {r.get("name") for r in (found or {}).get("resources") or []}
+    return {dc.PLURAL, dc.SCALER_PLURAL} <= served
 
 
 def node_informer(kube: Kube, on_change: Callable[[str, Key, Any], None] | None = None) -> Informer:
@@ -189,12 +323,19 @@ def node_informer(kube: Kube, on_change: Callable[[str, Key, Any], None] | None 
     )
 
 
-def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig) -> list[Informer]:
+def informers(
+    kube: Kube,
+    cache: Cache,
+    queue: WorkQueue,
+    config: OperatorConfig,
+    on_pod: Callable[[Any], None] | None = None,
+) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
     with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
     exclusive placement and lost-node detection): a node's event wakes only the LWSs with pods
     on it, and only when its health changed (node-health reports); what else needs a node
-    waits on its pod's events, or on a timer."""
+    waits on its pod's events, or on a timer. ``on_pod`` also hears every pod event (the
+    DisaggregatedSet of a child LWS's pod waits on their readiness)."""
 
     def on_node(kind: str, _key: Key, node: Any) -> None:
         for key in cache.node_changed(kind, node):
@@ -209,6 +350,8 @@ def informers(kube: Kube, cache: Cache, queue: WorkQueue, config: OperatorConfig
         def on_change(kind: str, key: Key, obj: Any, _store: str = name) -> None:
             cache.changed(_store, kind, key, obj)
             queue.add(key)
+            if on_pod is not None and _store == "lws_pods":
+                on_pod(obj)
 
         for ns in config.namespaces or (None,):
             informer = Informer(
@@ -274,6 +417,18 @@ class WebhookKeeper:
         await self.server.stop()
 
 
+def _start_queues(queue: WorkQueue, ds: DsWiring | None) -> None:
+    queue.start()
+    if ds is not None:
+        ds.queue.start()
+
+
+async def _stop_queues(queue: WorkQueue, ds: DsWiring | None) -> None:
+    await queue.stop()
+    if ds is not None:
+        await ds.queue.stop()
+
+
 async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
     """Run until ``stop`` is set (or forever)."""
     if config.kubeconfig is not None:
@@ -295,6 +450,22 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)
     metrics.watch_queue(queue)
+    ds: DsWiring | None = None
+    ds_recorder = EventRecorder(kube, controller=DS_CONTROLLER)
+    if await ds_api_served(kube):
+        ds_cache = DsCache()
+        ds_reconciler = DsReconciler(kube, ds_cache, ds_recorder, ready_groups(cache))
+        ds_queue = WorkQueue(
+            metrics.instrument(ds_reconciler, DS_CONTROLLER), workers=config.workers
+        )
+        metrics.watch_queue(ds_queue, DS_CONTROLLER)
+        ds = DsWiring(ds_cache, ds_queue)
+    else:
+        log.warning(
+            "the %s API is not installed (kubectl apply --server-side -f crds/): "
+            "DisaggregatedSets are not served until the operator restarts with it",
+            dc.API_VERSION,
+        )
     keeper: WebhookKeeper | ExternalCertKeeper = (
         ExternalCertKeeper(
             config.cert_dir, config.webhook_bind_host, config.webhook_port, config.gang_provider
@@ -307,7 +478,10 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     kopf_ready = asyncio.Event()
     watching = [
         asyncio.create_task(i.run(), name=f"informer {i.path}")
-        for i in informers(kube, cache, queue, config)
+        for i in [
+            *informers(kube, cache, queue, config, on_pod=_waker(ds)),
+            *(ds_informers(kube, ds, config) if ds else []),
+        ]
     ]
     endpoints = await serve_endpoints(
         MetricsServing(
@@ -345,16 +519,17 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         )
         if config.leader_elect
         else None,
-        queue.start,
-        queue.stop,
+        lambda: _start_queues(queue, ds),
+        lambda: _stop_queues(queue, ds),
         stop_flag,
         lambda leading: metrics.leader.labels(LEASE_NAME).set(int(leading)),
     )
     leadership.start()
     recorder.start()
+    ds_recorder.start()
     try:
         await kopf.operator(
-            registry=registry(cache, queue, config),
+            registry=registry(cache, queue, config, ds),
             settings=settings(config),
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
@@ -364,12 +539,13 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
             ready_flag=kopf_ready,
         )
     finally:
-        await queue.stop()
+        await _stop_queues(queue, ds)
         for task in watching:
             task.cancel()
         await asyncio.gather(*watching, return_exceptions=True)
         await leadership.stop()
         await recorder.stop()
+        await ds_recorder.stop()
         await keeper.stop()
         for endpoint in endpoints:
             await endpoint.stop()

@@ -81,8 +81,10 @@ class EventRecorder:
         instance: str | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        controller: str = REPORTING_CONTROLLER,
     ) -> None:
         self._kube = kube
+        self._controller = controller
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._clock = clock
         self._series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
@@ -100,7 +102,7 @@ class EventRecorder:
                 "namespace": ref["namespace"] or "default",
             },
             "eventTime": _micro_time(),
-            "reportingController": REPORTING_CONTROLLER,
+            "reportingController": self._controller,
             "reportingInstance": self._instance,
             "action": event.action,
             "reason": event.reason,

@@ -15,6 +15,9 @@
 #                                  for side-by-side comparisons
 #   build-bins.sh kueue            Kueue's manager (sigs.k8s.io/kueue/cmd/kueue), its CRDs and
 #                                  webhook manifests, for the Kueue tests and make run KUEUE=1
+#   build-bins.sh dshash           dshash (dshash/main.go beside this script, on upstream's
+#                                  module): upstream's DisaggregatedSet revision hash and the Go
+#                                  JSON layout it depends on, for the tests
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,7 +58,12 @@ case "$target" in
     bins="$cache/bin/kueue-v$KUEUE_VERSION"
     KUBE_BINS=""
     need="$bins/kueue-manager" ;;
-  *) die "unknown target '$target' (control-plane, node, all, upstream-lws or kueue)" ;;
+  dshash)
+    src_hash=$(sha256sum "$here/dshash/main.go" | cut -c1-12)
+    bins="$cache/bin/dshash-lws-v$LWS_VERSION-$src_hash"
+    KUBE_BINS=""
+    need="$bins/dshash" ;;
+  *) die "unknown target '$target' (control-plane, node, all, upstream-lws, kueue or dshash)" ;;
 esac
 for b in $KUBE_BINS; do need="$need $bins/$b"; done
 
@@ -137,6 +145,19 @@ if [ "$target" = kueue ]; then
   cp "$moddir"/config/components/crd/bases/*.yaml "$bins/crds/"
   cp "$moddir"/config/components/webhook/manifests.yaml "$bins/webhook/"
   chmod u+w "$bins"/crds/*.yaml "$bins"/webhook/*.yaml
+  echo "built in $(( $(date +%s) - started ))s" >&2
+  echo "$bins"
+  exit 0
+fi
+
+if [ "$target" = dshash ]; then
+  echo "building dshash on sigs.k8s.io/lws v$LWS_VERSION ..." >&2
+  mkdir -p "$work/dshash" && cd "$work/dshash"
+  cp "$here/dshash/main.go" .
+  run_go "go mod init (dshash)" go mod init local/dshash
+  run_go "downloading sigs.k8s.io/lws@v$LWS_VERSION" go get "sigs.k8s.io/lws@v$LWS_VERSION"
+  run_go "resolving dshash's imports" go mod tidy
+  run_go "building dshash" go build -trimpath -o "$bins/dshash" .
   echo "built in $(( $(date +%s) - started ))s" >&2
   echo "$bins"
   exit 0

@@ -52,7 +52,8 @@ RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
 # What LWS needs (StatefulSets, garbage collection, namespaces, service accounts, endpoints),
 # plus what tests of failures and gangs use (node lifecycle and taint eviction for lost nodes,
 # pod GC, disruption budgets, PodGroup protection), the type checking of the LWS admission
-# policy, and what kubectl users expect.
+# policy, the HPA (it drives DisaggregatedSet role scalers through their scale subresource),
+# and what kubectl users expect.
 KCM_CONTROLLERS = ",".join(
     [
         "statefulset-controller",
@@ -68,6 +69,7 @@ KCM_CONTROLLERS = ",".join(
         "job-controller",
         "pod-garbage-collector-controller",
         "disruption-controller",
+        "horizontal-pod-autoscaler-controller",
         "node-lifecycle-controller",
         "taint-eviction-controller",
         "root-ca-certificate-publisher-controller",

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from lws_operator.api import constants as c
+from lws_operator.api import ds_admission_policy, ds_crd
 from lws_operator.api.admission_policy import install_documents
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
@@ -52,10 +53,19 @@ async def until(probe: Callable[[], Awaitable[bool]], *, timeout: float, what: s
         delay = min(delay * 2, 1.0)
 
 
+async def install_ds_api(kube: Kube, field_manager: str = FIELD_MANAGER) -> None:
+    """The DisaggregatedSet and DisaggregatedSetRoleScaler CRDs (served) and the
+    DisaggregatedSet admission policies."""
+    docs = [ds_crd.custom_resource_definition(), ds_crd.scaler_custom_resource_definition()]
+    await Applier(kube, field_manager).apply_all([*docs, *ds_admission_policy.policies()])
+
+
 @pytest.fixture(scope="session")
 async def lws_api(kube: Kube) -> AsyncIterator[None]:
-    """The LeaderWorkerSet CRD and admission policies, installed and in effect."""
+    """The LeaderWorkerSet CRD and admission policies, installed and in effect; and the
+    DisaggregatedSet API (its policies' effect is waited for by the tests that need it)."""
     await install_lws_api(kube)
+    await install_ds_api(kube)
     yield
 
 

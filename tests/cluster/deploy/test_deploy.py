@@ -24,6 +24,7 @@ from lws_operator.api import constants as c
 from lws_operator.controller import certs, eviction
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan.ds_revision import compute_revision
 from lws_testbed.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
 from lws_testbed.wait import wait_for_objects
 from tests.cluster.conftest import until
@@ -47,6 +48,14 @@ from tests.cluster.deploy.helpers import (
     scrape,
     service_account_kubeconfig,
     wait_namespace_gone,
+)
+from tests.cluster.disaggregated.helpers import (
+    ds_body,
+    ds_path,
+    role,
+    scaler_path,
+    settled,
+    wait_children,
 )
 from tests.cluster.disruption.helpers import evict
 
@@ -451,6 +460,7 @@ async def test_the_service_account_runs_the_operator(
 
         await kube.delete(lws_path(ns, name))
         await wait_pods(kube, ns, name, lambda pods: not pods, "all pods gone")
+        await _runs_a_disaggregated_set(kube, ns)
         op.check_alive()
     finally:
         await op.stop()
@@ -473,6 +483,42 @@ async def test_the_service_account_runs_the_operator(
     async for kind, _ in client.watch(secrets, field_selector=own, timeout_seconds=5):
         assert kind == "ADDED"
         break
+
+
+async def _runs_a_disaggregated_set(kube: Kube, ns: str) -> None:
+    """A DisaggregatedSet under the ServiceAccount's rights: its children and the scaler of
+    its External role created, the role scaled through /scale, the set rolled out (children
+    created, scaled and deleted, Services made and removed), then deleted."""
+    created = await kube.create(
+        ds_path(ns), ds_body("rbac-ds", role("prefill", 1, external=True), role("decode", 1))
+    )
+    rev = compute_revision(created["spec"]["roles"])
+    first = {f"rbac-ds-0-{rev}-prefill": 1, f"rbac-ds-0-{rev}-decode": 1}
+    await wait_children(kube, ns, "rbac-ds", lambda o: settled(o, first), "created")
+    scale = await kube.get(scaler_path(ns, "rbac-ds-prefill", "scale"))
+    scale["spec"]["replicas"] = 2
+    await kube.replace(scaler_path(ns, "rbac-ds-prefill", "scale"), scale)
+    scaled = {**first, f"rbac-ds-0-{rev}-prefill": 2}
+    await wait_children(kube, ns, "rbac-ds", lambda o: settled(o, scaled), "scaled by /scale")
+    roles = created["spec"]["roles"]
+    for r in roles:
+        r["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] = (
+            "registry.k8s.io/pause:3.9"
+        )
+    rolled = await kube.patch(ds_path(ns, "rbac-ds"), {"spec": {"roles": roles}})
+    new = compute_revision(rolled["spec"]["roles"])
+    want = {f"rbac-ds-0-{new}-prefill": 2, f"rbac-ds-0-{new}-decode": 1}
+    await wait_children(kube, ns, "rbac-ds", lambda o: settled(o, want), "rolled out", 180)
+    await wait_for_objects(
+        kube,
+        resource_path("v1", "services", namespace=ns),
+        lambda objs: {o["metadata"]["name"] for o in objs.values()} == {f"{n}-prv" for n in want},
+        timeout=60,
+        what="the new children's Services only",
+        label_selector="disaggregatedset.x-k8s.io/name=rbac-ds",
+    )
+    await kube.delete(ds_path(ns, "rbac-ds"))
+    await wait_children(kube, ns, "rbac-ds", lambda o: not o, "gone")
 
 
 async def _follows_a_renewal_by_another_replica(kube: Kube, port: int, token: str) -> None:
@@ -508,7 +554,8 @@ async def _follows_a_renewal_by_another_replica(kube: Kube, port: int, token: st
         ("GET", resource_path("v1", "configmaps", namespace=NAMESPACE), None),
         ("PATCH", resource_path("v1", "nodes", name="gpu-node-0"), {"metadata": {}}),
         ("POST", resource_path("v1", "pods", namespace="default"), {"metadata": {}}),
-        ("PATCH", lws_path("default", "x"), {"metadata": {}}),
+        ("PATCH", ds_path("default", "x"), {"metadata": {}}),
+        ("DELETE", ds_path("default", "x"), None),
         (
             "GET",
             resource_path("coordination.k8s.io/v1", "leases", namespace="kube-system", name="x"),
@@ -529,7 +576,8 @@ async def _follows_a_renewal_by_another_replica(kube: Kube, port: int, token: st
         "list-configmaps",
         "patch-a-node",
         "create-a-pod",
-        "patch-a-leaderworkerset-spec",
+        "patch-a-disaggregatedset-spec",
+        "delete-a-disaggregatedset",
         "read-another-lease",
         "write-another-webhook-configuration",
         "list-clusterroles",
