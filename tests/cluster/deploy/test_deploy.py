@@ -551,7 +551,8 @@ async def _follows_a_renewal_by_another_replica(kube: Kube, port: int, token: st
         ("GET", resource_path("v1", "secrets", namespace=NAMESPACE, name="other"), None),
         ("GET", resource_path("v1", "secrets", namespace="kube-system"), None),
         ("DELETE", resource_path("v1", "namespaces", name="default"), None),
-        ("GET", resource_path("v1", "configmaps", namespace=NAMESPACE), None),
+        # (ConfigMaps: list, watch, create and patch for the restart histories; never delete)
+        ("DELETE", resource_path("v1", "configmaps", namespace=NAMESPACE, name="x"), None),
         ("PATCH", resource_path("v1", "nodes", name="gpu-node-0"), {"metadata": {}}),
         ("POST", resource_path("v1", "pods", namespace="default"), {"metadata": {}}),
         ("PATCH", ds_path("default", "x"), {"metadata": {}}),
@@ -573,7 +574,7 @@ async def _follows_a_renewal_by_another_replica(kube: Kube, port: int, token: st
         "read-another-secret",
         "list-kube-system-secrets",
         "delete-a-namespace",
-        "list-configmaps",
+        "delete-a-configmap",
         "patch-a-node",
         "create-a-pod",
         "patch-a-disaggregatedset-spec",
