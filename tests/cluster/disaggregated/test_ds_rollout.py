@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -187,6 +188,18 @@ async def test_a_rollout_keeps_budgets_and_ratio_at_every_event(
     print(f"rollout of 2 roles x 2 slices: {watch.seconds:.1f}s, {watch.events} LWS events")
 
 
+async def _past_the_second_of(objs: Objects) -> None:
+    """Until the second in which the newest of ``objs`` was created has passed.
+    creationTimestamp has a resolution of one second and old revisions are ordered by it (as
+    upstream's executor orders them), so children created in the same second as another
+    revision's are not "newer"; nothing can be watched for a clock to advance."""
+    newest = max(
+        datetime.datetime.fromisoformat(o["metadata"]["creationTimestamp"]) for o in objs.values()
+    )
+    later = newest + datetime.timedelta(seconds=1) - datetime.datetime.now(datetime.UTC)
+    await asyncio.sleep(max(0.0, later.total_seconds()))
+
+
 async def test_an_update_mid_rollout_drains_the_newest_revision_first(
     kube: Kube, lws_namespace: str
 ) -> None:
@@ -197,7 +210,8 @@ async def test_an_update_mid_rollout_drains_the_newest_revision_first(
     )
     created = await kube.create(ds_path(ns), body)
     rev_a = compute_revision(created["spec"]["roles"])
-    await wait_children(kube, ns, "abc", lambda o: only(o, rev_a, want, 1), "A up")
+    a_up = await wait_children(kube, ns, "abc", lambda o: only(o, rev_a, want, 1), "A up")
+    await _past_the_second_of(a_up)
     rev_b = await update(kube, ns, "abc", "registry.k8s.io/pause:3.9")
 
     def b_growing(objs: Objects) -> bool:
