@@ -19,6 +19,7 @@ from tests.e2e.helpers import (
     group_pods,
     lws_events,
     pod_http,
+    probe_container,
     probe_lws,
     reports,
     restarts,
@@ -225,3 +226,80 @@ async def test_graceful_termination_recovery_time(
     assert recovery >= delay
     for uid in old:
         assert gone[uid] - deleting.get(uid, t0) >= delay - 0.5, (uid, deleting, gone)
+
+
+def _resolved(pod: dict[str, Any] | None) -> bool:
+    """The pod's init container (``--resolve-leader``) exited 0: it resolved its leader."""
+    statuses = ((pod or {}).get("status") or {}).get("initContainerStatuses") or []
+    done = [(s.get("state") or {}).get("terminated") or {} for s in statuses]
+    return bool(done) and all(t.get("exitCode") == 0 for t in done)
+
+
+def _failed_to_resolve(pod: dict[str, Any] | None, times: int) -> bool:
+    """The pod's init container failed (could not resolve its leader) at least ``times``."""
+    statuses = ((pod or {}).get("status") or {}).get("initContainerStatuses") or []
+    return any(
+        s.get("restartCount", 0) >= times
+        and ((s.get("lastState") or {}).get("terminated") or {}).get("exitCode") == 1
+        for s in statuses
+    )
+
+
+async def test_publish_not_ready_addresses_lets_an_init_container_resolve_an_unready_leader(
+    kube: Kube, namespace: str, workload_image: str
+) -> None:
+    """A worker's init container resolves $(LWS_LEADER_ADDRESS) through CoreDNS while its
+    leader is running but not Ready: with publishNotReadyAddresses (unset: true, as upstream)
+    it resolves at once; with false it cannot (it fails, is restarted, fails again) until the
+    leader is Ready."""
+    ns = namespace
+    resolver = probe_container(workload_image, "--resolve-leader")
+    del resolver["readinessProbe"], resolver["ports"]
+    resolver["name"] = "resolve"
+
+    def body(name: str, publish: bool | None) -> dict[str, Any]:
+        lws = probe_lws(name, workload_image, replicas=1, size=2, leader_args=("--hold-ready",))
+        template = lws["spec"]["leaderWorkerTemplate"]
+        template["restartPolicy"] = "None"  # a failing init container is not a group failure
+        template["workerTemplate"]["spec"]["initContainers"] = [resolver]
+        if publish is not None:
+            lws["spec"]["networkConfig"] = {"publishNotReadyAddresses": publish}
+        return lws
+
+    path = resource_path(c.API_VERSION, c.PLURAL, namespace=ns)
+    await kube.create(path, body("pnra-off", False))
+    await kube.create(path, body("pnra-on", None))
+
+    pods = await wait_pods(
+        kube,
+        ns,
+        "pnra-on",
+        lambda objs: _resolved(objs.get(f"{ns}/pnra-on-0-1")),
+        "the worker's init container resolved its leader",
+        TIMEOUT,
+    )
+    assert not pod_ready(pods[f"{ns}/pnra-on-0"]), "the leader must still be unready"
+
+    pods = await wait_pods(
+        kube,
+        ns,
+        "pnra-off",
+        lambda objs: _failed_to_resolve(objs.get(f"{ns}/pnra-off-0-1"), 2),
+        "the worker's init container failed to resolve its leader twice",
+        TIMEOUT,
+    )
+    assert not pod_ready(pods[f"{ns}/pnra-off-0"])
+    assert not _resolved(pods[f"{ns}/pnra-off-0-1"])
+    status, _ = await pod_http(pods[f"{ns}/pnra-off-0"], "/ready", method="POST")
+    assert status == 200
+    await wait_pods(
+        kube,
+        ns,
+        "pnra-off",
+        lambda objs: (
+            pod_ready(objs.get(f"{ns}/pnra-off-0") or {})
+            and _resolved(objs.get(f"{ns}/pnra-off-0-1"))
+        ),
+        "the leader Ready, then its worker's init container resolved it",
+        TIMEOUT,
+    )

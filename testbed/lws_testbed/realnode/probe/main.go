@@ -13,6 +13,8 @@
 //
 // On SIGTERM it waits --term-delay before exiting 0 (a container that takes time to stop).
 // With --no-rendezvous every pod is ready at once (for timing what the controller does).
+// With --resolve-leader it only resolves $LWS_LEADER_ADDRESS once and exits: 0 if the name
+// resolved, 1 if not (an init container that needs its leader's address).
 package main
 
 import (
@@ -133,7 +135,19 @@ func main() {
 	holdReady := flag.Bool("hold-ready", false, "the leader is not ready until POST /ready")
 	termDelay := flag.Duration("term-delay", 0, "how long to take to stop on SIGTERM")
 	alone := flag.Bool("no-rendezvous", false, "ready at once, no leader/worker exchange (timings)")
+	resolveLeader := flag.Bool("resolve-leader", false, "resolve $LWS_LEADER_ADDRESS once and exit")
 	flag.Parse()
+
+	if *resolveLeader {
+		name := os.Getenv("LWS_LEADER_ADDRESS")
+		addrs, err := net.LookupHost(name)
+		if err != nil || len(addrs) == 0 {
+			logf("leader %s not resolved: %v", name, err)
+			os.Exit(1)
+		}
+		logf("leader %s resolved: %v", name, addrs)
+		os.Exit(0)
+	}
 
 	leader := os.Getenv("LWS_WORKER_INDEX") == "0"
 	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) })
