@@ -7,7 +7,8 @@ was before the operator wrote its status, and the real objects otherwise."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,12 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_testbed.snapshot import cache_of
+from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import lws_body, lws_path, wait_lws
+
+
+def counted(events: Iterable[dict[str, Any]], reason: str) -> int:
+    return sum((e.get("series") or {}).get("count", 1) for e in events if e["reason"] == reason)
 
 
 async def event_count(kube: Kube, ns: str, uid: str, reason: str) -> int:
@@ -24,9 +30,21 @@ async def event_count(kube: Kube, ns: str, uid: str, reason: str) -> int:
         resource_path("events.k8s.io/v1", "events", namespace=ns),
         field_selector=f"regarding.uid={uid}",
     )
-    return sum(
-        (e.get("series") or {}).get("count", 1) for e in listing["items"] if e["reason"] == reason
+    return counted(listing["items"], reason)
+
+
+async def wait_event_count(kube: Kube, ns: str, uid: str, reason: str) -> int:
+    """The count of ``reason`` events once there is one: the operator posts an event after the
+    status write it announces, so the condition can be seen before its event."""
+    events = await wait_for_objects(
+        kube,
+        resource_path("events.k8s.io/v1", "events", namespace=ns),
+        lambda objs: counted(objs.values(), reason) > 0,
+        timeout=60,
+        what=f"a {reason} event",
+        field_selector=f"regarding.uid={uid}",
     )
+    return counted(events.values(), reason)
 
 
 async def test_a_status_computed_from_a_stale_lws_is_not_written(
@@ -47,7 +65,7 @@ async def test_a_status_computed_from_a_stale_lws_is_not_written(
         "Available",
     )
     uid = fresh["metadata"]["uid"]
-    announced = await event_count(kube, ns, uid, "AllGroupsReady")
+    announced = await wait_event_count(kube, ns, uid, "AllGroupsReady")
     assert announced == 1
     async with pause_session_operator():
         fresh = await kube.get(lws_path(ns, name))  # as the operator left it
