@@ -78,10 +78,21 @@ def _run(*argv: str) -> str:
     return proc.stdout if proc.returncode == 0 else ""
 
 
+def tree(root: Path) -> tuple[list[Path], list[Path]]:
+    """The directories and files under ``root``. These trees change while they are read (a
+    veth's sysctls, an exited container's cgroup): what vanishes meanwhile is skipped."""
+    dirs: list[Path] = []
+    files: list[Path] = []
+    for top, subdirs, names in os.walk(root):  # os.walk ignores a directory gone when listed
+        dirs += [Path(top, d) for d in subdirs]
+        files += [Path(top, n) for n in names]
+    return dirs, files
+
+
 def read_sysctls() -> dict[str, str]:
     out = {}
-    for path in SYSCTL_ROOT.rglob("*"):
-        if not path.is_file() or not os.access(path, os.R_OK):
+    for path in tree(SYSCTL_ROOT)[1]:
+        if not os.access(path, os.R_OK):
             continue
         key = ".".join(path.relative_to(SYSCTL_ROOT).parts)
         if VOLATILE_SYSCTLS.match(key):
@@ -265,9 +276,9 @@ def restore_sysctls(before: HostState) -> None:
 def remove_node_cgroups(before: HostState) -> None:
     """Remove the kubelet's cgroups (children first) that were not there before; they are
     empty once every container has stopped."""
-    for tree in set(node_cgroups()) - set(before.cgroups):
-        dirs = sorted((p for p in Path(tree).rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
-        for d in [*dirs, Path(tree)]:
+    for top in set(node_cgroups()) - set(before.cgroups):
+        dirs = sorted(tree(Path(top))[0], key=lambda p: -len(p.parts))
+        for d in [*dirs, Path(top)]:
             with contextlib.suppress(OSError):
                 d.rmdir()
 

@@ -524,8 +524,8 @@ def kill_leftovers(state_dir: Path) -> None:
     """SIGKILL whatever a (stopped or killed) node left running: every process in the
     kubelet's cgroups (container processes survive their shim), then containerd's shims and
     any of our node processes still running from ``state_dir``."""
-    for tree in host.node_cgroups():
-        for procs in Path(tree).rglob("cgroup.procs"):
+    for top in host.node_cgroups():
+        for procs in (f for f in host.tree(Path(top))[1] if f.name == "cgroup.procs"):
             with contextlib.suppress(OSError):
                 for pid in procs.read_text().split():
                     with contextlib.suppress(ProcessLookupError, ValueError):

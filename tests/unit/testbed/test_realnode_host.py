@@ -4,6 +4,7 @@ the one-per-machine guard, and how pods are put on the real node."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,27 @@ def test_volatile_sysctls_are_not_compared() -> None:
     for key in ("fs.file-nr", "kernel.random.uuid", "net.netfilter.nf_conntrack_count"):
         assert host.VOLATILE_SYSCTLS.match(key), key
     assert not host.VOLATILE_SYSCTLS.match("vm.overcommit_memory")
+
+
+def test_a_directory_that_vanishes_while_the_tree_is_read_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a veth's /proc/sys/net/ipv6/conf/<veth> when the pod's network goes during teardown.
+    (tmp_path / "veth1" / "conf").mkdir(parents=True)
+    (tmp_path / "eth0").mkdir()
+    (tmp_path / "eth0" / "mtu").write_text("1500")
+    scandir = os.scandir
+
+    def vanishing(path: str | int) -> object:  # rmtree itself scans by file descriptor
+        if not isinstance(path, int) and Path(path).name == "veth1":
+            monkeypatch.setattr(os, "scandir", scandir)
+            shutil.rmtree(path)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", vanishing)
+    dirs, files = host.tree(tmp_path)
+    assert files == [tmp_path / "eth0" / "mtu"]
+    assert tmp_path / "eth0" in dirs
 
 
 def test_one_real_node_cluster_per_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
