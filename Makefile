@@ -16,6 +16,8 @@ KUEUE ?=
 KUEUE_ARG := $(if $(filter-out 0,$(KUEUE)),--kueue)
 CLUSTER_ARGS := --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 PYTEST_ARGS ?=
+# Appended to a benchmark's command line (a later option wins): BENCH_ARGS="--scenario P2 --runs 1".
+BENCH_ARGS ?=
 
 .DEFAULT_GOAL := help
 
@@ -163,20 +165,20 @@ test-e2e: e2e-images ## e2e on a real node: e2e-up, the cluster suite against th
 
 .PHONY: bench-create
 bench-create: $(STAMP) cluster-bins ## Time to create 32 groups x 8 pods (median of 3; bench/results/)
-	$(PY) -m bench.create_groups --groups 32 --size 8 --runs 3
+	$(PY) -m bench.create_groups --groups 32 --size 8 --runs 3 $(BENCH_ARGS)
 
 .PHONY: bench-recovery
 bench-recovery: $(STAMP) cluster-bins ## Group recovery after a worker restart / deletion (median of 5)
-	$(PY) -m bench.recovery --breaker restart --runs 5
-	$(PY) -m bench.recovery --breaker delete --runs 5
+	$(PY) -m bench.recovery --breaker restart --runs 5 $(BENCH_ARGS)
+	$(PY) -m bench.recovery --breaker delete --runs 5 $(BENCH_ARGS)
 
 .PHONY: bench
 bench: $(STAMP) cluster-bins ## Ours vs upstream LWS v0.9.0, P1-P5, medians of 3 (bench/results/compare.md)
-	$(PY) -m bench.compare --runs 3
+	$(PY) -m bench.compare --runs 3 $(BENCH_ARGS)
 
 .PHONY: bench-recovery-real
 bench-recovery-real: e2e-images ## Group recovery on real containers (group of 4; grace 0 s and 3 s), ours vs upstream, median of 5
-	$(PY) -m bench.recovery_real --runs 5
+	$(PY) -m bench.recovery_real --runs 5 $(BENCH_ARGS)
 
 ##@ Local cluster
 

@@ -37,7 +37,7 @@ from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.groups import pod_ready
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.manifests import Applier, create_served, load_documents
 from lws_testbed.operator_process import start_operator
 from lws_testbed.realnode import node as realnode
 from lws_testbed.realnode import pin_to_real_node, preflight
@@ -181,7 +181,7 @@ async def measure(
             order = which if k % 2 == 0 else tuple(reversed(which))
             for who in order:
                 async with controller(who, cluster, kube, work):
-                    await kube.create(LWS_PATH, manifest(image, grace, stop_s))
+                    await create_served(kube, LWS_PATH, manifest(image, grace, stop_s))
                     await wait_group(kube, lambda o: all_new_ready(o, set()), "the group Ready")
                     for rep in range(runs):
                         r = await one_recovery(kube, socket)

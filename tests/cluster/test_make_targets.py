@@ -38,15 +38,15 @@ NOT_HERE = {
     "test-cluster": "runs this test itself",
     "test-reliability": "runs the cluster suite (minutes); CI runs its fast subset in make test",
     "test-kueue": "runs tests/cluster/kueue twice (minutes); CI runs its fast subset in make test",
-    "bench": "a benchmark of many minutes, not a check",
-    "bench-create": "a benchmark of minutes, not a check",
+    "bench": "tests/cluster/test_bench_commands.py runs it small (BENCH_ARGS)",
+    "bench-create": "tests/cluster/test_bench_commands.py runs it small (BENCH_ARGS)",
     "deploy": "needs an operator image in a cluster's runtime",
     "docker-build": "needs a Docker engine (none on the project's machines)",
     "docker-push": "needs a Docker engine and a registry",
     "e2e-up": "make test-e2e runs it (one real-node cluster per machine, after this suite)",
     "e2e-down": "make test-e2e runs it, then checks the host",
     "test-e2e": "make test runs it after this suite",
-    "bench-recovery-real": "a benchmark of minutes on a real node, not a check",
+    "bench-recovery-real": "tests/e2e/after_teardown runs it small (a real node of its own)",
 }
 
 
