@@ -53,13 +53,25 @@ from lws_operator.plan.failures import (
     requested,
 )
 from lws_operator.plan.groups import Group, made_by_groups
-from lws_operator.plan.history import History, HistoryWrite, Limits, parse_history, plan_write
+from lws_operator.plan.history import (
+    History,
+    HistoryWrite,
+    Limits,
+    not_owned,
+    parse_history,
+    plan_write,
+)
 from lws_operator.plan.leader import foreign_leader, plan_leader
 from lws_operator.plan.meta import is_deleting, name_of
 from lws_operator.plan.nodehealth import NodeProblem, node_problems
 from lws_operator.plan.restart import Recreate, plan_recreations, stuck_pods
 from lws_operator.plan.rollout import RolloutPlan, plan_rollout, rollout_input
-from lws_operator.plan.services import missing_shared_service, publish_not_ready, publish_patches
+from lws_operator.plan.services import (
+    missing_shared_service,
+    publish_not_ready,
+    publish_patches,
+    service_failed,
+)
 from lws_operator.plan.status import compute_status, plan_status_write
 from lws_operator.plan.workers import (
     FOREIGN_RETRY,
@@ -83,19 +95,16 @@ class Memory:
 
     reported_invalid: set[int] = field(default_factory=set)
     """Generations already reported invalid: one Warning each."""
-    reported_claims: set[str] = field(default_factory=set)
-    """Revision keys whose claims change was already reported."""
     status_written: float | None = None
     """When its status was last written (monotonic seconds)."""
     model: tuple[str, LeaderWorkerSet] | None = None
     """The validated LWS, by the resourceVersion it was read at."""
-    reported_budget: str | None = None
-    """The invalid disruption-budget annotation last reported (one Warning each)."""
     history: tuple[set[str], History] | None = None
     """The history ConfigMap as last written, and the resourceVersions it supersedes (the
     cache may still show one of them for a moment after the write)."""
     reported: set[tuple[str, ...]] = field(default_factory=set)
-    """Node problems and invalid requests already reported (one Warning each)."""
+    """Warnings already reported, by what they are about (one each): node problems, invalid
+    requests and budgets, claims a revision cannot apply, a history ConfigMap not ours."""
 
 
 class _Memo:
@@ -271,10 +280,8 @@ class _Pass:
             rollout=rollout,
             revision_changed=choice.changed,
         )
-        if step.claims_warning is not None and choice.key not in self.memory.reported_claims:
-            self.memory.reported_claims.add(choice.key)
-            log.warning("%s/%s: %s", self.ns, self.name, step.claims_warning.note)
-            await self._post(step.claims_warning)
+        if step.claims_warning is not None:
+            await self._report_once(("claims", choice.key), step.claims_warning)
         if step.apply is not None:
             try:
                 await self.kube.apply(self._path(STS, self.name), step.apply)
@@ -293,7 +300,7 @@ class _Pass:
             publish=publish,
         )
         if shared is not None:
-            await self._create(self._service_path(), shared, _service_failed)
+            await self._create(self._service_path(), shared, service_failed)
         for svc, patch in publish_patches(
             obs.services, lws_name=self.name, lws_uid=self.uid, publish=publish
         ):
@@ -367,7 +374,7 @@ class _Pass:
         for event in plan.events:
             await self._post(event)
         if plan.service is not None:
-            await self._create(self._service_path(), plan.service, _service_failed)
+            await self._create(self._service_path(), plan.service, service_failed)
         if plan.pod_group is not None and not await self._pod_group(plan.pod_group):
             return
         if plan.delete_stale is not None:
@@ -424,9 +431,10 @@ class _Pass:
         budget = disruption.budget(
             self.lws.annotations, spec.replicas, cfg.max_unavailable, cfg.max_surge
         )
-        if budget.error is not None and budget.error != self.memory.reported_budget:
-            self.memory.reported_budget = budget.error
-            await self._post(disruption.invalid_budget(budget.error))
+        if budget.error is not None:
+            await self._report_once(
+                ("budget", budget.error), disruption.invalid_budget(budget.error)
+            )
         if not state.moves and not state.recent:
             return disruption.DisruptionPlan(state, rollout)
         plan = disruption.plan_disruption(
@@ -542,6 +550,7 @@ class _Pass:
             self.memory.reported.clear()  # a plain bound: at worst one report again
         if key not in self.memory.reported:
             self.memory.reported.add(key)
+            log.warning("%s/%s: %s", self.ns, self.name, event.note)
             await self._post(event)
 
     async def _failures(
@@ -596,13 +605,7 @@ class _Pass:
             limits=limits,
         )
         if not history.owned:
-            note = (
-                f"ConfigMap {history.name} is not owned by this LeaderWorkerSet: no restart "
-                "history is kept, and neither maxGroupRestarts nor the backoff can apply"
-            )
-            await self._report_once(
-                ("history", history.name), warning_event("FailedCreate", "Create", note)
-            )
+            await self._report_once(("history", history.name), not_owned(history.name))
         elif write is not None:
             new = await self._write_history(history, write, new)
         self.failed = new.failed_groups
@@ -736,9 +739,3 @@ class _Pass:
             self.ns, self.name, groups, key, size, spec.replicas, result.update_done
         )
         return result.update_done
-
-
-def _service_failed(message: str) -> Event:
-    return warning_event(
-        "FailedCreate", "Create", f"Failed to create headless service for error: {message}"
-    )

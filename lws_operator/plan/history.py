@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lws_operator.api import constants as c
+from lws_operator.plan.events import Event, warning
 from lws_operator.plan.meta import controller_ref
 
 Obj = Mapping[str, Any]
@@ -509,3 +510,13 @@ def plan_write(
         "data": data,
     }
     return HistoryWrite(patch=patch), new
+
+
+def not_owned(name: str) -> Event:
+    """The Warning for a ConfigMap of the history's name that this LWS does not own (kept)."""
+    return warning(
+        "FailedCreate",
+        "Create",
+        f"ConfigMap {name} is not owned by this LeaderWorkerSet: no restart history is kept, "
+        "and neither maxGroupRestarts nor the backoff can apply",
+    )

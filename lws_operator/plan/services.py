@@ -14,6 +14,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import NetworkConfig
+from lws_operator.plan.events import Event, warning
 from lws_operator.plan.meta import controller_of, controller_ref, name_of
 
 
@@ -105,3 +106,10 @@ def publish_patches(
             }
             out.append((name, patch))
     return out
+
+
+def service_failed(message: str) -> Event:
+    """The Warning upstream posts when a headless Service cannot be created."""
+    return warning(
+        "FailedCreate", "Create", f"Failed to create headless service for error: {message}"
+    )

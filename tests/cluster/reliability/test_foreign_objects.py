@@ -9,6 +9,8 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan.disruption import BUDGET_ANNOTATION
+from lws_operator.plan.history import history_name
 from lws_testbed.operator_process import OperatorProcess
 from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import (
@@ -232,4 +234,69 @@ async def test_services_edited_or_deleted_by_hand(
         what=f"Service {NAME} recreated",
     )
     await assert_converged(kube, ns, NAME, 2, 2)
+    _no_new_tracebacks(operator, start)
+
+
+async def test_a_foreign_restart_history_configmap_is_kept_and_reported_once(
+    kube: Kube, lws_namespace: str, operator: OperatorProcess | None
+) -> None:
+    """A ConfigMap named like the LWS's restart history but not owned by it: recreations still
+    happen, the ConfigMap is left as it was, and one Warning says so (not one per pass)."""
+    ns, start = lws_namespace, _log_size(operator)
+    cm_path = resource_path("v1", "configmaps", namespace=ns, name=history_name(NAME))
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": history_name(NAME), "labels": {c.SET_NAME_LABEL: NAME}},
+        "data": {"mine": "keep"},
+    }
+    await kube.create(resource_path("v1", "configmaps", namespace=ns), foreign)
+    lws = await create_available(kube, ns, lws_body(NAME, replicas=2, size=2))
+    needle = f"ConfigMap {history_name(NAME)} is not owned"
+    await _warnings(kube, ns, lws["metadata"]["uid"], needle)
+    # More passes, and a recreation (which would record history): still that one Warning.
+    leader = (await pods_of(kube, ns, NAME))[f"{NAME}-1"]["metadata"]["uid"]
+    await kube.delete(resource_path("v1", "pods", namespace=ns, name=f"{NAME}-1-1"))
+    await wait_for_objects(
+        kube,
+        resource_path("v1", "pods", namespace=ns),
+        lambda objs: (
+            (p := objs.get(f"{ns}/{NAME}-1")) is not None and p["metadata"]["uid"] != leader
+        ),
+        timeout=60,
+        what="group 1 recreated",
+    )
+    await assert_converged(kube, ns, NAME, 2, 2)
+    await reconciled_after(kube, ns, NAME)
+    events = await kube.list(
+        resource_path("events.k8s.io/v1", "events", namespace=ns),
+        field_selector=f"regarding.uid={lws['metadata']['uid']}",
+    )
+    same = [e for e in events["items"] if needle in (e.get("note") or "")]
+    assert len(same) == 1 and "series" not in same[0], same
+    kept = await kube.get(cm_path)
+    assert kept["data"] == {"mine": "keep"}, kept.get("data")
+    assert not kept["metadata"].get("ownerReferences"), kept["metadata"]
+    _no_new_tracebacks(operator, start)
+
+
+async def test_an_invalid_disruption_budget_is_reported_once(
+    kube: Kube, lws_namespace: str, operator: OperatorProcess | None
+) -> None:
+    """A disruption-budget annotation that is not a count or a percentage: one Warning naming
+    the annotation (not one per pass); the LWS still reconciles, on maxUnavailable."""
+    ns, start = lws_namespace, _log_size(operator)
+    body = lws_body(NAME, replicas=2, size=2, annotations={BUDGET_ANNOTATION: "lots"})
+    lws = await create_available(kube, ns, body)
+    notes = await _warnings(kube, ns, lws["metadata"]["uid"], BUDGET_ANNOTATION)
+    assert any("Invalid value: 'lots'" in n and "using maxUnavailable" in n for n in notes), notes
+    await reconciled_after(kube, ns, NAME)
+    await kube.patch(lws_path(ns, NAME), {"spec": {"replicas": 3}})
+    await assert_converged(kube, ns, NAME, 3, 2)
+    events = await kube.list(
+        resource_path("events.k8s.io/v1", "events", namespace=ns),
+        field_selector=f"regarding.uid={lws['metadata']['uid']}",
+    )
+    same = [e for e in events["items"] if BUDGET_ANNOTATION in (e.get("note") or "")]
+    assert len(same) == 1 and "series" not in same[0], same
     _no_new_tracebacks(operator, start)
