@@ -18,10 +18,12 @@ from lws_testbed.binaries import pins
 from lws_testbed.local import LocalCluster
 from lws_testbed.manifests import Applier, load_documents
 from lws_testbed.operator_process import start_operator
+from lws_testbed.source_operator import SOURCE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 # LWS_BENCH_RESULTS: write the reports elsewhere (the tests that run the benchmarks small do).
 RESULTS = Path(os.environ.get("LWS_BENCH_RESULTS") or REPO / "bench" / "results")
+CONFIG_MODULE = "lws_operator/config.py"
 
 
 def machine() -> dict[str, Any]:
@@ -54,9 +56,13 @@ def lws_manifest(name: str, groups: int, size: int) -> dict[str, Any]:
     }
 
 
-def no_backoff(directory: Path) -> tuple[str, str]:
+def no_backoff(directory: Path) -> tuple[str, ...]:
     """``--config FILE`` arguments turning the crash-loop backoff off (docs/configuration.md):
-    a benchmark that breaks one group run after run measures recovery, not the backoff."""
+    a benchmark that breaks one group run after run measures recovery, not the backoff. None
+    for another tree's operator (LWS_OPERATOR_SOURCE) from before the backoff: it has none."""
+    source = os.environ.get(SOURCE_ENV)
+    if source and "groupRecreation" not in (Path(source) / CONFIG_MODULE).read_text():
+        return ()
     path = directory / "bench-config.yaml"
     path.write_text(
         "apiVersion: config.lws-operator.x-k8s.io/v1alpha1\n"

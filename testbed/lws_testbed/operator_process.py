@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lws_operator.kube.client import Kube
+from lws_testbed.source_operator import SOURCE_ENV
 from lws_testbed.wait import wait_for_objects
 
 WEBHOOK_CONFIGS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
@@ -111,11 +112,14 @@ async def start_operator(
         python, extra_env = _interpreter_for_others()
         env = {"PATH": "/usr/bin:/bin", **dict(run_as.env), **extra_env}
         ids = {"user": run_as.uid, "group": run_as.gid, "extra_groups": []}
+    # LWS_OPERATOR_SOURCE: another tree's operator (source_operator.py says why and how).
+    source = os.environ.get(SOURCE_ENV)
+    module = ("lws_testbed.source_operator", source) if source else ("lws_operator",)
     with open(log, "ab") as out:  # noqa: ASYNC230 (opened once, handed to the child)
         proc = await asyncio.create_subprocess_exec(
             python,
             "-m",
-            "lws_operator",
+            *module,
             "run",
             "--kubeconfig",
             str(kubeconfig),
