@@ -176,6 +176,10 @@ bench-recovery: $(STAMP) cluster-bins ## Group recovery after a worker restart /
 bench: $(STAMP) cluster-bins ## Ours vs upstream LWS v0.9.0, P1-P5, medians of 3 (bench/results/compare.md)
 	$(PY) -m bench.compare --runs 3 $(BENCH_ARGS)
 
+.PHONY: bench-scale
+bench-scale: $(STAMP) cluster-bins ## Ours vs upstream at scale: 8,000 pods (P6), a readiness storm (P7), S400-S8000 (hours)
+	$(PY) -m bench.compare --set scale --runs 3 $(BENCH_ARGS)
+
 .PHONY: bench-recovery-real
 bench-recovery-real: e2e-images ## Group recovery on real containers (group of 4; grace 0 s and 3 s), ours vs upstream, median of 5
 	$(PY) -m bench.recovery_real --runs 5 $(BENCH_ARGS)

@@ -19,9 +19,15 @@ pod deletion (8 groups of 8); P3 rolling update 16x4 (maxUnavailable 2, maxSurge
 LWS x 4 groups x 4 pods (time, peak RSS, CPU, 60 s idle CPU); D1 a DisaggregatedSet rollout
 of 2 roles (4 and 2 groups of 2 pods, maxSurge 1) x 2 slices (upstream v0.9.0 has no slices:
 two sets of the same roles); D2 the same with 1 slice. P5 (API economy) is reported for
-every window. Each scenario writes bench/results/compare-<S>.json (a one-controller run
-replaces that controller's runs and keeps the other's); the summary
-(compare.md, compare.json, compare.png) is rebuilt from all of them.
+every window. Scale (``--set scale``, make bench-scale): P6a 500 LWS x 4 x 4 and P6b 10 LWS x
+100 x 8 (8,000 pods each: time, CPU, peak RSS, then everything deleted and the RSS left); P7 a
+readiness storm (2,000 pods at rest, 10 % flipping Ready every second for 60 s: CPU, LWS
+status writes, the lag from the last flip to a correct status); S400-S8000 the same storm for
+20 s at 400 to 8,000 pods (CPU per pod event and RSS by size: scale.png). Runs of more than
+1,600 pods get one kwok node per 200 pods. Each scenario writes
+bench/results/compare-<S>.json (a one-controller run replaces that controller's runs and keeps
+the other's); the summary (compare.md, compare.json, compare.png, scale.png) is rebuilt from
+all of them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ import argparse
 import asyncio
 import datetime
 import json
+import math
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -53,12 +61,33 @@ from lws_operator.plan.ds_revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
 from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.nodes import NodeShape
 from lws_testbed.operator_process import start_operator
-from lws_testbed.simulate import restart_container
+from lws_testbed.simulate import restart_container, unready_status
 from lws_testbed.upstream import start_upstream, upstream_dir
 from lws_testbed.wait import Objects, wait_for_objects
 
-SCENARIOS = ("P1", "P2", "P3", "P4", "D1", "D2")
+# Fleets of identical LWS, as (sets, groups, size): P4, P6 (8,000 pods, many small and few
+# big), P7 (the readiness storm's 2,000 pods) and the curve (10 LWS of 5 to 100 groups of 8).
+FLEETS = {
+    "P4": (100, 4, 4),
+    "P6a": (500, 4, 4),
+    "P6b": (10, 100, 8),
+    "P7": (10, 50, 4),
+    "S400": (10, 5, 8),
+    "S1600": (10, 20, 8),
+    "S4000": (10, 50, 8),
+    "S8000": (10, 100, 8),
+}
+CURVE = ("S400", "S1600", "S4000", "S8000")
+SCALE_PODS = {s: sets * groups * size for s, (sets, groups, size) in FLEETS.items()}
+STORM_S = {"P7": 60, **dict.fromkeys(CURVE, 20)}  # seconds of flips
+STORM_FRACTION = 0.1  # of the pods, flipped every second
+SETS = {
+    "default": ("P1", "P2", "P3", "P4", "D1", "D2"),  # make bench
+    "scale": ("P6a", "P6b", "P7", *CURVE),  # make bench-scale: hours with 3 runs
+}
+SCENARIOS = (*SETS["default"][:4], *SETS["scale"], *SETS["default"][4:])
 CONTROLLERS = ("ours", "upstream")
 USERS = {"ours": "lws-operator", "upstream": "lws-upstream"}
 NS = "default"
@@ -71,9 +100,16 @@ PODS_PATH = resource_path("v1", "pods", namespace=NS)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cluster_config(state: Path) -> ClusterConfig:
-    """The one cluster configuration every run uses (defaults of ClusterConfig, audit on)."""
-    return ClusterConfig(state_dir=state, audit_log=True)
+def nodes_for(scenario: str) -> int:
+    """kwok nodes of a run: the default 8 (250 pods each), or one per 200 pods of a larger
+    scenario, so that no run is short of room."""
+    return max(NodeShape().count, math.ceil(SCALE_PODS.get(scenario, 0) / 200))
+
+
+def cluster_config(state: Path, nodes: int = NodeShape().count) -> ClusterConfig:
+    """The one cluster configuration every run uses (defaults of ClusterConfig, audit on),
+    with ``nodes`` kwok nodes."""
+    return ClusterConfig(state_dir=state, audit_log=True, nodes=NodeShape(count=nodes))
 
 
 def settings() -> dict[str, Any]:
@@ -322,12 +358,12 @@ async def p3(kube: Kube, proc: Proc, run: Run) -> None:
     await clock.window("P3", t)
 
 
-async def p4(kube: Kube, proc: Proc, run: Run) -> None:
-    sets, groups, size = 100, 4, 4
-    names = [f"bench-{i:03d}" for i in range(sets)]
-    before = proc.stat()
-    clock = Clock(run)
-    t = clock.start()
+def fleet_names(sets: int) -> list[str]:
+    return [f"bench-{i:03d}" for i in range(sets)]
+
+
+async def create_fleet(kube: Kube, names: list[str], groups: int, size: int) -> None:
+    """Create the LWS (10 requests at a time) and wait until every one is Available."""
     sem = asyncio.Semaphore(10)
 
     async def create(name: str) -> None:
@@ -340,9 +376,38 @@ async def p4(kube: Kube, proc: Proc, run: Run) -> None:
         LWS_PATH,
         lambda objs: all(available(objs.get(f"{NS}/{n}") or {}, groups) for n in names),
         timeout=TIMEOUT,
-        what=f"{sets} LWS Available",
+        what=f"{len(names)} LWS Available",
         summary=lambda objs: f"{sum(available(o, groups) for o in objs.values())} Available",
     )
+
+
+async def delete_fleet(kube: Kube, names: list[str]) -> None:
+    """Delete the LWS and wait until the garbage collector has removed every pod of theirs."""
+    sem = asyncio.Semaphore(10)
+
+    async def delete(name: str) -> None:
+        async with sem:
+            await kube.delete(f"{LWS_PATH}/{name}")
+
+    await asyncio.gather(*(delete(n) for n in names))
+    await wait_for_objects(
+        kube,
+        PODS_PATH,
+        lambda objs: not objs,
+        timeout=TIMEOUT,
+        what="every LWS pod gone",
+        label_selector=c.SET_NAME_LABEL,
+        summary=lambda objs: f"{len(objs)} pods left",
+    )
+
+
+async def p4(kube: Kube, proc: Proc, run: Run) -> None:
+    sets, groups, size = FLEETS["P4"]
+    names = fleet_names(sets)
+    before = proc.stat()
+    clock = Clock(run)
+    t = clock.start()
+    await create_fleet(kube, names, groups, size)
     run.metrics["available_s"] = since(t)
     busy = proc.stat()
     run.metrics["cpu_s"] = round(busy["cpu_s"] - before["cpu_s"], 2)
@@ -355,6 +420,106 @@ async def p4(kube: Kube, proc: Proc, run: Run) -> None:
     run.metrics["peak_rss_mib"] = round(after["hwm_mib"], 1)
     run.metrics["rss_mib"] = round(after["rss_mib"], 1)
     await clock.window("P4-idle", idle_t, settle=False)
+
+
+async def p6(kube: Kube, proc: Proc, run: Run) -> None:
+    """8,000 pods: time, CPU and peak RSS until every LWS is Available, then everything
+    deleted and the RSS left (against the RSS before the load)."""
+    sets, groups, size = FLEETS[run.scenario]
+    names = fleet_names(sets)
+    clock = Clock(run)
+    before = proc.stat()
+    run.metrics["rss_before_mib"] = round(before["rss_mib"], 1)
+    t = clock.start()
+    await create_fleet(kube, names, groups, size)
+    run.metrics["available_s"] = since(t)
+    loaded = proc.stat()
+    run.metrics["cpu_s"] = round(loaded["cpu_s"] - before["cpu_s"], 2)
+    await clock.window(run.scenario, t)
+    gone = clock.start()
+    await delete_fleet(kube, names)
+    run.metrics["deleted_s"] = since(gone)
+    await clock.window(f"{run.scenario}-delete", gone)
+    after = proc.stat()
+    run.metrics["peak_rss_mib"] = round(after["hwm_mib"], 1)
+    run.metrics["rss_after_delete_mib"] = round(after["rss_mib"], 1)
+
+
+def _ready_again(pod: dict[str, Any]) -> dict[str, Any]:
+    """The status patch that reports a listed Ready pod Ready again (its own conditions and
+    container statuses, which kwok wrote): undoes ``unready_status``."""
+    status = pod.get("status") or {}
+    conditions = [
+        x for x in status.get("conditions") or [] if x.get("type") in ("Ready", "ContainersReady")
+    ]
+    return {"conditions": conditions, "containerStatuses": status.get("containerStatuses")}
+
+
+async def storm(kube: Kube, proc: Proc, run: Run) -> None:
+    """At rest, a tenth of the pods flip Ready every second (through the status subresource,
+    as a kubelet reports a readiness probe), then every pod is Ready again: the controller's
+    CPU per pod event, its status writes (from the audit log) and the lag from the last flip
+    until every LWS shows readyReplicas == groups and Available again."""
+    sets, groups, size = FLEETS[run.scenario]
+    names = fleet_names(sets)
+    await create_fleet(kube, names, groups, size)
+    await asyncio.sleep(SETTLE)
+    listed = (await kube.list(PODS_PATH, label_selector=c.SET_NAME_LABEL))["items"]
+    pods = sorted(p["metadata"]["name"] for p in listed)
+    up = {p["metadata"]["name"]: _ready_again(p) for p in listed}
+    down_body = {p["metadata"]["name"]: unready_status(p) for p in listed}
+    down: set[str] = set()
+    sem = asyncio.Semaphore(32)
+
+    async def flip(name: str) -> None:
+        body = up[name] if name in down else down_body[name]
+        down.symmetric_difference_update({name})
+        path = resource_path("v1", "pods", namespace=NS, name=name, subresource="status")
+        async with sem:
+            await kube.patch(path, {"status": body}, kind="strategic")
+
+    rng = random.Random(20261202)
+    per_tick = max(1, round(len(pods) * STORM_FRACTION))
+    clock = Clock(run)
+    before = proc.stat()
+    t = clock.start()
+    flips = 0
+    for tick in range(STORM_S[run.scenario]):
+        # The storm's pace (a load generator's clock, not a wait for state).
+        await asyncio.sleep(max(0.0, t[0] + tick - time.monotonic()))
+        batch = rng.sample(pods, per_tick)
+        await asyncio.gather(*(flip(n) for n in batch))
+        flips += len(batch)
+    rest = sorted(down)  # the last flip: every pod still unready is Ready again
+    await asyncio.gather(*(flip(n) for n in rest))
+    flips += len(rest)
+    last = time.monotonic()
+    run.metrics["storm_s"] = round(last - t[0], 3)  # longer than asked: flips fell behind
+    await wait_for_objects(
+        kube,
+        LWS_PATH,
+        lambda objs: all(available(objs.get(f"{NS}/{n}") or {}, groups) for n in names),
+        timeout=TIMEOUT,
+        what=f"{len(names)} LWS Available with every group ready",
+        summary=lambda objs: f"{sum(available(o, groups) for o in objs.values())} Available",
+    )
+    run.metrics["lag_s"] = round(time.monotonic() - last, 3)
+    after = proc.stat()
+    run.metrics["flips"] = flips
+    run.metrics["cpu_s"] = round(after["cpu_s"] - before["cpu_s"], 2)
+    run.metrics["cpu_per_event_ms"] = round(1000 * run.metrics["cpu_s"] / flips, 3)
+    run.metrics["peak_rss_mib"] = round(after["hwm_mib"], 1)
+    run.metrics["rss_mib"] = round(after["rss_mib"], 1)
+    await clock.window(run.scenario, t)
+
+
+def status_writes(api_by_resource: dict[str, int]) -> int:
+    """LWS status writes in one window: ours patches the status, upstream updates it."""
+    return sum(
+        n
+        for key, n in api_by_resource.items()
+        if key in ("patch leaderworkersets/status", "update leaderworkersets/status")
+    )
 
 
 # ---- DisaggregatedSet rollouts -------------------------------------------------------------------
@@ -467,6 +632,10 @@ BODIES: dict[str, Callable[[Kube, Proc, Run], Awaitable[None]]] = {
     "P2": p2,
     "P3": p3,
     "P4": p4,
+    "P6a": p6,
+    "P6b": p6,
+    "P7": storm,
+    **dict.fromkeys(CURVE, storm),
     "D1": d1,
     "D2": d2,
 }
@@ -484,9 +653,11 @@ def one_run(
     run = Run(scenario, which, rep, Path("/proc/loadavg").read_text().strip())
     work = tmp / f"{scenario}-{which}-{rep}"
     work.mkdir(parents=True)
-    with LocalCluster(cluster_config(work / "cluster")) as cluster:
+    with LocalCluster(cluster_config(work / "cluster", nodes_for(scenario))) as cluster:
         asyncio.run(drive(cluster, which, run, work, bins, profile))
     run.api, run.api_by_resource = count_requests(cluster.audit_log_path, USERS[which], run.windows)
+    if BODIES[scenario] is storm:
+        run.metrics["status_writes"] = status_writes(run.api_by_resource[scenario])
     return run
 
 
@@ -642,6 +813,31 @@ HEADLINES: dict[str, list[tuple[str, str, str]]] = {
         ("cpu_s", "P4 CPU until Available (s)", ""),
         ("idle_cpu_s", f"P4 CPU over {IDLE:.0f} s idle (s; 0.01 s resolution)", ""),
     ],
+    **{
+        s: [
+            ("available_s", f"{s} {shape}: all Available (s)", "<= 0.8x"),
+            ("cpu_s", f"{s} CPU until Available (s)", "<= 1.0x"),
+            ("peak_rss_mib", f"{s} peak RSS, VmHWM (MiB)", "<= 1.3x"),
+            ("rss_before_mib", f"{s} RSS before the load (MiB)", ""),
+            ("rss_after_delete_mib", f"{s} RSS after deleting everything (MiB)", "within 10 %"),
+            ("deleted_s", f"{s} deletion until every pod is gone (s)", ""),
+        ]
+        for s, shape in (("P6a", "500 LWS x 4x4"), ("P6b", "10 LWS x 100x8"))
+    },
+    "P7": [
+        ("cpu_s", "P7 storm, 2,000 pods, 10 %/s for 60 s: CPU (s)", "<= 1.0x"),
+        ("status_writes", "P7 LWS status writes", "<= 0.5x"),
+        ("lag_s", "P7 lag, last flip to readyReplicas and Available (s)", "<= 1.5 s"),
+        ("cpu_per_event_ms", "P7 CPU per pod event (ms)", ""),
+        ("storm_s", "P7 storm duration, asked 60 s (s)", ""),
+    ],
+    **{
+        s: [
+            ("cpu_per_event_ms", f"{s} CPU per pod event (ms)", "flat +-20 %"),
+            ("peak_rss_mib", f"{s} peak RSS, VmHWM (MiB)", ""),
+        ]
+        for s in CURVE
+    },
     "D1": [
         ("rollout_s", "D1 DisaggregatedSet rollout, 2 roles x 2 slices (s)", ""),
         ("cpu_s", "D1 controller CPU, whole run (s)", ""),
@@ -656,6 +852,10 @@ WINDOWS = {
     "P2": ["P2-restart", "P2-delete"],
     "P3": ["P3"],
     "P4": ["P4", "P4-idle"],
+    "P6a": ["P6a", "P6a-delete"],
+    "P6b": ["P6b", "P6b-delete"],
+    "P7": ["P7"],
+    **{s: [s] for s in CURVE},
     "D1": ["D1"],
     "D2": ["D2"],
 }
@@ -772,7 +972,9 @@ def summarise() -> str:
         },
     }
     (RESULTS / "compare.json").write_text(json.dumps(summary, indent=2) + "\n")
-    chart(rows, api_rows)
+    chart([r for r in rows if r["scenario"] not in CURVE], api_rows)
+    curve = [r for r in rows if r["scenario"] in CURVE]
+    scale_chart(curve)
     st = summary["settings"]
     n = st["nodes"]
     md = [
@@ -793,7 +995,8 @@ def summarise() -> str:
         f"QPS {st['kube_controller_manager']['kube_api_qps']}/burst "
         f"{st['kube_controller_manager']['kube_api_burst']}, kube-scheduler QPS "
         f"{st['kube_scheduler']['qps']}/burst {st['kube_scheduler']['burst']}, kwok with "
-        f"{n['count']} fake nodes of {n['cpu']} CPU, {n['memory']}, {n['gpus']} GPUs, "
+        f"{n['count']} fake nodes (one per 200 pods in larger runs) of {n['cpu']} CPU, "
+        f"{n['memory']}, {n['gpus']} GPUs, "
         f"{n['pods']} pods each), one controller, the same manifests (pause pods) and the "
         f"same simulated events, each after a {WARMUP:g} s warm-up once the controller "
         "answers. Ours: " + st["ours"] + ". Upstream: " + st["upstream"] + ". "
@@ -804,11 +1007,15 @@ def summarise() -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
+        if r["scenario"] in CURVE:
+            continue  # in the curve's own table
         runs_txt = " / ".join(", ".join(fmt(x) for x in r["runs"][w]) or "-" for w in CONTROLLERS)
         md.append(
             f"| {r['label']} | {fmt(r['ours'])} | {fmt(r['upstream'])} | {fmt(r['ratio'])} | "
             f"{r['target']} | {runs_txt} |"
         )
+    if curve:
+        md += ["", *curve_table(curve)]
     md += [
         "",
         "## P5: API requests by the controller, per measured window (by verb)",
@@ -848,6 +1055,65 @@ def summarise() -> str:
     return text
 
 
+def curve_table(curve: list[dict[str, Any]]) -> list[str]:
+    """The scale curve as a table: a row per size, CPU per pod event and peak RSS."""
+    by = {(r["scenario"], r["metric"]): r for r in curve}
+    out = [
+        "## Scale: CPU per pod event and RSS by size ([scale.png](scale.png))",
+        "",
+        f"10 LWS of 5, 20, 50 and 100 groups of 8 pods; at rest, {STORM_FRACTION:.0%} of the "
+        f"pods flip Ready every second for {STORM_S[CURVE[0]]} s; CPU of the controller over "
+        "the storm divided by the flips. Target: ours flat within +-20 % from 400 to 8,000 "
+        "pods.",
+        "",
+        "| pods | CPU/event ours (ms) | upstream (ms) | ratio | peak RSS ours (MiB) | "
+        "upstream (MiB) | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in CURVE:
+        cpu, rss = by.get((s, "cpu_per_event_ms")), by.get((s, "peak_rss_mib"))
+        if cpu is None or rss is None:
+            continue
+        out.append(
+            f"| {SCALE_PODS[s]:,} | {fmt(cpu['ours'])} | {fmt(cpu['upstream'])} | "
+            f"{fmt(cpu['ratio'])} | {fmt(rss['ours'])} | {fmt(rss['upstream'])} | "
+            f"{fmt(rss['ratio'])} |"
+        )
+    return out
+
+
+def scale_chart(curve: list[dict[str, Any]]) -> None:
+    """scale.png: CPU per pod event and peak RSS against the pods, both controllers."""
+    if not curve:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, metric, label in (
+        (axes[0], "cpu_per_event_ms", "CPU per pod event (ms)"),
+        (axes[1], "peak_rss_mib", "peak RSS (MiB)"),
+    ):
+        for w in CONTROLLERS:
+            points = sorted(
+                (SCALE_PODS[r["scenario"]], r[w])
+                for r in curve
+                if r["metric"] == metric and r[w] is not None
+            )
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", label=w)
+        ax.set_xlabel("pods")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.legend()
+    fig.suptitle("lws-operator vs upstream LWS v0.9.0 by size (medians)")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "scale.png", dpi=110)
+    plt.close(fig)
+
+
 def chart(rows: list[dict[str, Any]], api_rows: list[dict[str, Any]]) -> None:
     import matplotlib
 
@@ -883,12 +1149,15 @@ def main() -> None:
         prog="python -m bench.compare", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--scenario", action="append", choices=SCENARIOS)
+    parser.add_argument(
+        "--set", choices=SETS, default="default", help="the scenarios run without --scenario"
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--controller", choices=[*CONTROLLERS, "both"], default="both")
     parser.add_argument("--profile", action="store_true", help="py-spy profile of ours, one run")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
-    scenarios = args.scenario or list(SCENARIOS)
+    scenarios = args.scenario or list(SETS[args.set])
     if args.report_only:
         print(summarise())
         return

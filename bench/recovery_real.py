@@ -35,7 +35,7 @@ from bench.common import REPO, RESULTS, machine, no_backoff
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.meta import pod_ready
 from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.manifests import Applier, create_served, load_documents
 from lws_testbed.operator_process import start_operator

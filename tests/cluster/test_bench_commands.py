@@ -54,6 +54,20 @@ def test_make_bench_runs_a_scenario_for_both_controllers(tmp_path: Path) -> None
     assert not (tmp_path / "compare-P1.json").exists()  # one scenario ran, as asked
 
 
+def test_make_bench_scale_runs_the_smallest_storm_for_both_controllers(tmp_path: Path) -> None:
+    make_bench(tmp_path, "bench-scale", "--scenario S400 --runs 1")
+    runs = json.loads((tmp_path / "compare-S400.json").read_text())["runs"]
+    assert {r["controller"] for r in runs} == {"ours", "upstream"}, runs
+    for r in runs:
+        # 20 ticks of 40 flips, then the pods still unready flipped back.
+        assert r["metrics"]["flips"] >= 800 and r["metrics"]["cpu_per_event_ms"] > 0, r
+        assert r["metrics"]["status_writes"] > 0 and r["metrics"]["lag_s"] >= 0, r
+    summary = (tmp_path / "compare.md").read_text()
+    assert "## Scale: CPU per pod event" in summary and "| 400 |" in summary, summary
+    assert (tmp_path / "scale.png").stat().st_size > 0
+    assert not (tmp_path / "compare-P6a.json").exists()  # one scenario ran, as asked
+
+
 def test_make_bench_create_times_a_small_set(tmp_path: Path) -> None:
     make_bench(tmp_path, "bench-create", "--groups 2 --size 2 --runs 1")
     report = json.loads((tmp_path / "create-2x2.json").read_text())

@@ -40,6 +40,7 @@ NOT_HERE = {
     "test-kueue": "runs tests/cluster/kueue twice (minutes); CI runs its fast subset in make test",
     "bench": "tests/cluster/test_bench_commands.py runs it small (BENCH_ARGS)",
     "bench-create": "tests/cluster/test_bench_commands.py runs it small (BENCH_ARGS)",
+    "bench-scale": "tests/cluster/test_bench_commands.py runs it small (BENCH_ARGS)",
     "deploy": "needs an operator image in a cluster's runtime",
     "docker-build": "needs a Docker engine (none on the project's machines)",
     "docker-push": "needs a Docker engine and a registry",
