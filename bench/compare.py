@@ -371,12 +371,17 @@ async def create_fleet(kube: Kube, names: list[str], groups: int, size: int) -> 
             await kube.create(LWS_PATH, lws_manifest(name, groups, size))
 
     await asyncio.gather(*(create(n) for n in names))
+    await wait_fleet_available(kube, names, groups)
+
+
+async def wait_fleet_available(kube: Kube, names: list[str], groups: int) -> None:
+    """Until every LWS of the fleet shows readyReplicas == groups and Available."""
     await wait_for_objects(
         kube,
         LWS_PATH,
         lambda objs: all(available(objs.get(f"{NS}/{n}") or {}, groups) for n in names),
         timeout=TIMEOUT,
-        what=f"{len(names)} LWS Available",
+        what=f"{len(names)} LWS Available with every group ready",
         summary=lambda objs: f"{sum(available(o, groups) for o in objs.values())} Available",
     )
 
@@ -495,14 +500,7 @@ async def storm(kube: Kube, proc: Proc, run: Run) -> None:
     flips += len(rest)
     last = time.monotonic()
     run.metrics["storm_s"] = round(last - t[0], 3)  # longer than asked: flips fell behind
-    await wait_for_objects(
-        kube,
-        LWS_PATH,
-        lambda objs: all(available(objs.get(f"{NS}/{n}") or {}, groups) for n in names),
-        timeout=TIMEOUT,
-        what=f"{len(names)} LWS Available with every group ready",
-        summary=lambda objs: f"{sum(available(o, groups) for o in objs.values())} Available",
-    )
+    await wait_fleet_available(kube, names, groups)
     run.metrics["lag_s"] = round(time.monotonic() - last, 3)
     after = proc.stat()
     run.metrics["flips"] = flips
