@@ -690,23 +690,28 @@ def count_requests(
     audit: Path, user: str, windows: dict[str, tuple[float, float]]
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """Requests by ``user`` received inside each window, by verb and by verb + resource (each
-    request once: an audit ID may have a ResponseStarted and a ResponseComplete event)."""
+    request once: an audit ID may have a ResponseStarted and a ResponseComplete event). The
+    API server rotates its log at 100 MB (``audit-<time>.log``): those are read too."""
     seen: dict[str, tuple[str, str, str]] = {}
-    with audit.open() as f:
-        for line in f:
-            if f'"username":"{user}"' not in line:
-                continue
-            ev = json.loads(line)
-            if ev.get("user", {}).get("username") != user or ev.get("stage") == "RequestReceived":
-                continue
-            ts = datetime.datetime.fromisoformat(ev["requestReceivedTimestamp"]).timestamp()
-            ref = ev.get("objectRef") or {}
-            resource = ref.get("resource", ev.get("requestURI", "?"))
-            if ref.get("subresource"):
-                resource += "/" + ref["subresource"]
-            for name, (lo, hi) in windows.items():
-                if lo <= ts <= hi:
-                    seen[ev["auditID"]] = (name, ev["verb"], resource)
+    for path in sorted(audit.parent.glob(f"{audit.stem}*{audit.suffix}")):
+        with path.open() as f:
+            for line in f:
+                if f'"username":"{user}"' not in line:
+                    continue
+                ev = json.loads(line)
+                if ev.get("user", {}).get("username") != user:
+                    continue
+                if ev.get("stage") == "RequestReceived":
+                    continue
+                received = datetime.datetime.fromisoformat(ev["requestReceivedTimestamp"])
+                ts = received.timestamp()
+                ref = ev.get("objectRef") or {}
+                resource = ref.get("resource", ev.get("requestURI", "?"))
+                if ref.get("subresource"):
+                    resource += "/" + ref["subresource"]
+                for name, (lo, hi) in windows.items():
+                    if lo <= ts <= hi:
+                        seen[ev["auditID"]] = (name, ev["verb"], resource)
     by_verb: dict[str, Counter[str]] = defaultdict(Counter)
     by_res: dict[str, Counter[str]] = defaultdict(Counter)
     for name, verb, resource in seen.values():
