@@ -136,7 +136,12 @@ class EvictionCoverage:
         await self._write(force=due)
 
     def forget(self, key: Key) -> None:
-        """The LWS is gone: stop covering it (in the background)."""
+        """The LWS is gone: stop covering it (in the background). Every event of its pods
+        going lands here too: once it is not covered, or its removal is queued, no read."""
+        if key in self._remove or (
+            self._covered is not None and key not in self._covered and key not in self._add
+        ):
+            return
         self._remove.add(key)
         self._add.discard(key)
         task = asyncio.get_running_loop().create_task(self._write())

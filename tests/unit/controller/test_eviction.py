@@ -24,8 +24,10 @@ class FakeKube:
         self.objects: dict[str, dict[str, Any]] = {}
         self.writes: list[tuple[str, str, Any]] = []
         self.conflicts = 0
+        self.reads = 0
 
     async def get_or_none(self, path: str) -> dict[str, Any] | None:
+        self.reads += 1
         obj = self.objects.get(path)
         return copy.deepcopy(obj) if obj is not None else None
 
@@ -74,9 +76,14 @@ async def test_coverage_adds_keeps_the_client_and_repairs_a_reset() -> None:
     await keeper.cover(("ns", "a"))
     assert eviction.covered_of(kube.objects[PATH]) == {("ns", "a"), ("ns", "b")}
     keeper.forget(("ns", "b"))
+    keeper.forget(("ns", "b"))  # its pods' events, while the removal is queued: one write
     for task in list(keeper._tasks):
         await task
     assert eviction.covered_of(kube.objects[PATH]) == {("ns", "a")}
+    reads = kube.reads
+    keeper.forget(("ns", "b"))  # no longer covered: nothing read or written
+    keeper.forget(("ns", "c"))  # never covered
+    assert not keeper._tasks and kube.reads == reads
 
 
 async def test_coverage_with_certificates_from_elsewhere_edits_only_the_conditions() -> None:
