@@ -87,7 +87,7 @@ SETS = {
     "default": ("P1", "P2", "P3", "P4", "D1", "D2"),  # make bench
     "scale": ("P6a", "P6b", "P7", *CURVE),  # make bench-scale: hours with 3 runs
 }
-SCENARIOS = (*SETS["default"][:4], *SETS["scale"], *SETS["default"][4:])
+SCENARIOS = (*SETS["default"], *SETS["scale"])
 CONTROLLERS = ("ours", "upstream")
 USERS = {"ours": "lws-operator", "upstream": "lws-upstream"}
 NS = "default"

@@ -26,8 +26,6 @@ def main() -> None:
         sys.exit("usage: python -m lws_testbed.source_operator <dir holding lws_operator/> ARGS")
     source = os.path.abspath(sys.argv.pop(1))
     sys.meta_path[:] = [f for f in sys.meta_path if not _editable(f)]
-    for name in [m for m in sys.modules if m == "lws_operator" or m.startswith("lws_operator.")]:
-        del sys.modules[name]
     sys.path.insert(0, source)
     import lws_operator
 
