@@ -16,7 +16,7 @@ from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_testbed.binaries import pins
 from lws_testbed.local import LocalCluster
-from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.operator_process import start_operator
 from lws_testbed.source_operator import SOURCE_ENV
 
@@ -76,7 +76,7 @@ def no_backoff(directory: Path) -> tuple[str, ...]:
 async def operated(cluster: LocalCluster, log: Path) -> AsyncIterator[Kube]:
     """The CRD installed and the operator running (as its own process) on ``cluster``."""
     async with await Kube.connect(cluster.kubeconfig()) as kube:
-        await Applier(kube).apply_all(load_documents(*sorted((REPO / "crds").glob("*.yaml"))))
+        await install_lws_api(kube)
         op = await start_operator(
             kube, cluster.kubeconfig("lws-operator"), log, *no_backoff(log.parent)
         )

@@ -60,7 +60,7 @@ from lws_operator.kube.paths import resource_path
 from lws_operator.plan.ds_revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
-from lws_testbed.manifests import Applier, load_documents
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.nodes import NodeShape
 from lws_testbed.operator_process import start_operator
 from lws_testbed.simulate import restart_container, unready_status
@@ -161,7 +161,7 @@ async def controller(
     which: str, cluster: LocalCluster, kube: Kube, work: Path, bins: Path | None
 ) -> AsyncIterator[Proc]:
     if which == "ours":
-        await Applier(kube).apply_all(load_documents(*sorted((REPO / "crds").glob("*.yaml"))))
+        await install_lws_api(kube)
         op = await start_operator(
             kube, cluster.kubeconfig("lws-operator"), work / "op.log", *no_backoff(work)
         )

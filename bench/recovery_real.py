@@ -31,13 +31,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, RESULTS, machine, no_backoff
+from bench.common import RESULTS, machine, no_backoff
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.meta import pod_ready
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.manifests import Applier, create_served, load_documents
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.operator_process import start_operator
 from lws_testbed.realnode import node as realnode
 from lws_testbed.realnode import pin_to_real_node, preflight
@@ -146,7 +146,7 @@ async def controller(
         field_selector=f"metadata.name={c.CRD_NAME}",
     )
     if which == "ours":
-        await Applier(kube).apply_all(load_documents(*sorted((REPO / "crds").glob("*.yaml"))))
+        await install_lws_api(kube)
         op = await start_operator(
             kube, cluster.kubeconfig("lws-operator"), work / "ours.log", *no_backoff(work)
         )
@@ -181,7 +181,7 @@ async def measure(
             order = which if k % 2 == 0 else tuple(reversed(which))
             for who in order:
                 async with controller(who, cluster, kube, work):
-                    await create_served(kube, LWS_PATH, manifest(image, grace, stop_s))
+                    await kube.create(LWS_PATH, manifest(image, grace, stop_s))
                     await wait_group(kube, lambda o: all_new_ready(o, set()), "the group Ready")
                     for rep in range(runs):
                         r = await one_recovery(kube, socket)

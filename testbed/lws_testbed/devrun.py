@@ -28,6 +28,7 @@ from lws_operator.kube.paths import resource_path
 from lws_testbed import binaries, kueue
 from lws_testbed.devview import Display, LineDisplay, TerminalDisplay, View, view_of
 from lws_testbed.local import ClusterConfig, ClusterError, LocalCluster, running_components
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.manifests import Applier, create_namespace, load_documents
 from lws_testbed.wait import Objects, follow_objects
 
@@ -188,8 +189,9 @@ async def _install(
     """The CRD, the namespace and ``example``; returns the name of its LeaderWorkerSet. With
     Kueue, its queues first, and the example's LeaderWorkerSet queued."""
     applier = Applier(kube)
-    # This waits until LWS objects can be listed: the operator then starts on a served API.
-    await applier.apply_all(load_documents(*CRDS))
+    # This waits until LWS objects are served and admitted: the operator then starts on a
+    # served API, and the example is not refused with a 503.
+    await install_lws_api(kube)
     display.note(f"installed {', '.join(p.name for p in CRDS)}")
     if await kube.get_or_none(resource_path("v1", "namespaces", name=namespace)) is None:
         await create_namespace(kube, namespace)

@@ -119,24 +119,6 @@ async def wait_served(kube: Kube, crd_name: str, timeout: float = 60) -> None:
             )
 
 
-async def create_served(
-    kube: Kube, path: str, body: dict[str, Any], timeout: float = 30
-) -> dict[str, Any]:
-    """Create an object of a CRD that was just deleted and created again. For a moment after
-    the new CRD is served, writes of its kind may still answer 503 ("Resource kind ... not
-    found. There can be a delay ...") while the API server's CRD handler catches up; no watch
-    tells when, so the create is tried again, bounded by ``timeout``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        try:
-            return await kube.create(path, body)
-        except ApiError as e:
-            if e.status != 503 or loop.time() > deadline:
-                raise
-        await asyncio.sleep(0.2)
-
-
 async def create_namespace(kube: Kube, name: str, timeout: float = 60) -> None:
     """Create namespace ``name`` and wait until it is ready for pods: the ServiceAccount
     admission refuses pods until the controller manager has made its default ServiceAccount."""

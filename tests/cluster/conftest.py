@@ -8,27 +8,24 @@ nothing is started, and the cluster must have schedulable nodes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
 import shutil
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from lws_operator.api import constants as c
 from lws_operator.api import ds_admission_policy, ds_crd
-from lws_operator.api.admission_policy import install_documents
-from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.manifests import Applier, create_namespace
 from lws_testbed.operator_process import OperatorProcess, RunAs, start_operator
-from tests.unit.api.lws_testdata import base_object
 
 FIELD_MANAGER = "lws-api-tests"
 ADMISSION = "admissionregistration.k8s.io/v1"
@@ -38,19 +35,6 @@ def lws_path(namespace: str, name: str | None = None, subresource: str | None = 
     return resource_path(
         c.API_VERSION, c.PLURAL, namespace=namespace, name=name, subresource=subresource
     )
-
-
-async def until(probe: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> None:
-    """Retry ``probe`` with a short backoff until it holds. Only for state that nothing can
-    be watched for (an admission policy taking effect, the OpenAPI document being
-    republished); everything else waits on watches."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while not await probe():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 1.0)
 
 
 async def install_ds_api(kube: Kube, field_manager: str = FIELD_MANAGER) -> None:
@@ -64,43 +48,9 @@ async def install_ds_api(kube: Kube, field_manager: str = FIELD_MANAGER) -> None
 async def lws_api(kube: Kube) -> AsyncIterator[None]:
     """The LeaderWorkerSet CRD and admission policies, installed and in effect; and the
     DisaggregatedSet API (its policies' effect is waited for by the tests that need it)."""
-    await install_lws_api(kube)
+    await install_lws_api(kube, FIELD_MANAGER)
     await install_ds_api(kube)
     yield
-
-
-async def install_lws_api(
-    kube: Kube, field_manager: str = FIELD_MANAGER, *, wait: bool = True
-) -> None:
-    """What ``kubectl apply --server-side -f crds/`` installs (the CRD waited on until
-    Established); with ``wait``, until both policies act (nothing can be watched for that)."""
-    await Applier(kube, field_manager).apply_all(install_documents())
-    if not wait:
-        return
-    # The validating policy is in effect once it rejects an object only it rejects ...
-    probe = base_object("lws-policy-probe")
-    probe["metadata"]["annotations"] = {c.EXCLUSIVE_KEY_ANNOTATION: ""}
-
-    async def policy_rejects() -> bool:
-        try:
-            await kube.create(lws_path("default"), probe, dry_run=True)
-        except ApiError as e:
-            return "ValidatingAdmissionPolicy" in e.message
-        return False
-
-    await until(policy_rejects, timeout=60, what="the admission policy to take effect")
-    # ... and the mutating one once Go's zero value is stored as the default.
-    zero = base_object("lws-mutating-policy-probe")
-    zero["spec"]["rolloutStrategy"] = {"type": ""}
-
-    async def zero_defaulted() -> bool:
-        try:
-            stored = await kube.create(lws_path("default"), zero, dry_run=True)
-        except ApiError:
-            return False
-        return bool(stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate")
-
-    await until(zero_defaulted, timeout=60, what="the mutating admission policy to take effect")
 
 
 def upstream_bins_or_skip() -> Path:

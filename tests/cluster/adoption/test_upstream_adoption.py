@@ -30,10 +30,11 @@ from lws_operator.kube.paths import resource_path
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
 from lws_testbed.wait import Objects, wait_for_objects
-from tests.cluster.conftest import install_lws_api, upstream_bins_or_skip
+from tests.cluster.conftest import upstream_bins_or_skip
 from tests.cluster.controller.helpers import (
     condition,
     container,

@@ -9,7 +9,8 @@ import pytest
 
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
-from tests.cluster.conftest import lws_path, until
+from lws_testbed.lws_api import until
+from tests.cluster.conftest import lws_path
 from tests.unit.api.lws_testdata import base_object
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"

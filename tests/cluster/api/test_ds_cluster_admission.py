@@ -15,7 +15,7 @@ from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_admission_policy import POLICY_NAME
 from lws_operator.api.ds_models import DisaggregatedSet
 from lws_operator.kube.client import ApiError, Kube
-from tests.cluster.conftest import until
+from lws_testbed.lws_api import until
 from tests.cluster.disaggregated.helpers import ds_path, scaler_path
 from tests.unit.api.ds_cases import INVALID, VALID, Case, ds, role
 

@@ -25,9 +25,9 @@ from lws_operator.controller import certs, eviction
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.ds_revision import compute_revision
+from lws_testbed.lws_api import until
 from lws_testbed.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
 from lws_testbed.wait import wait_for_objects
-from tests.cluster.conftest import until
 from tests.cluster.controller.helpers import (
     create_available,
     is_available,

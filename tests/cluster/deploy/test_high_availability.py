@@ -27,9 +27,9 @@ from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.local import LocalCluster
+from lws_testbed.lws_api import until
 from lws_testbed.operator_process import OperatorProcess, start_operator
 from lws_testbed.wait import wait_for_objects
-from tests.cluster.conftest import until
 from tests.cluster.controller.helpers import (
     create_available,
     is_available,

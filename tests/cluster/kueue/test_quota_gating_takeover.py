@@ -19,9 +19,10 @@ import pytest
 from lws_operator.kube.client import Kube
 from lws_testbed import kueue, upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
-from tests.cluster.conftest import install_lws_api, upstream_bins_or_skip
+from tests.cluster.conftest import upstream_bins_or_skip
 from tests.cluster.controller.helpers import lws_path, wait_lws
 from tests.cluster.kueue.conftest import controller_name, label_nodes
 from tests.cluster.kueue.gating import check_never_bypassed, recording
