@@ -9,6 +9,11 @@ Two modes: ``one group`` (what the operator does: the woken pod's group is obser
 ``all groups`` (every group observed again, the cost before per-group caching).
 
     python -m bench.pass_cost [--groups 2,10,100] [--size 8] [--passes 200] [--out DIR]
+                              [--profile]
+
+With ``--profile``, the "one group" passes of the largest LWS also run under cProfile, and the
+functions that take most of their time are written to ``pass-cost-profile.txt`` (the profiler
+slows the passes down: its medians are not the report's).
 
 Reports medians with the machine, in bench/results/pass-cost.{json,md}. A benchmark, not a
 test: it asserts nothing about speed.
@@ -18,8 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import datetime
+import io
 import json
+import pstats
 import statistics
 import tempfile
 import time
@@ -76,8 +84,12 @@ async def bring_up(cluster: LocalCluster, groups: list[int], size: int, log: Pat
         )
 
 
-async def measure(cluster: LocalCluster, groups: list[int], size: int, passes: int) -> list[Any]:
+async def measure(
+    cluster: LocalCluster, groups: list[int], size: int, passes: int, profile: bool = False
+) -> tuple[list[Any], str | None]:
+    """The rows of the report; with ``profile``, the profile of the largest LWS's passes."""
     rows = []
+    profiled = None
     async with await Kube.connect(cluster.kubeconfig()) as kube:
         listing = await kube.list(resource_path(c.API_VERSION, c.PLURAL, namespace=NAMESPACE))
         bodies = {(NAMESPACE, o["metadata"]["name"]): o for o in listing["items"]}
@@ -98,6 +110,9 @@ async def measure(cluster: LocalCluster, groups: list[int], size: int, passes: i
                     await reconciler(key)
                     if n >= 5:  # warm-up
                         times.append(time.process_time() - t0)
+                if profile and mode == "one group" and g == max(groups):
+                    top = await profiled_passes(reconciler, cache, key, pods, passes)
+                    profiled = f"{g} groups of {size} pods, {passes} passes\n{top}"
                 rows.append(
                     {
                         "groups": g,
@@ -109,7 +124,24 @@ async def measure(cluster: LocalCluster, groups: list[int], size: int, passes: i
                     }
                 )
         assert not reader.writes, reader.writes
-    return rows
+    return rows, profiled
+
+
+async def profiled_passes(
+    reconciler: Reconciler, cache: Any, key: tuple[str, str], pods: list[Any], passes: int
+) -> str:
+    """The functions taking most of ``passes`` passes' time (cumulative, then own time)."""
+    profiler = cProfile.Profile()
+    for n in range(passes):
+        cache.changed("lws_pods", "MODIFIED", key, pods[n % len(pods)])
+        profiler.enable()
+        await reconciler(key)
+        profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(40)
+    stats.sort_stats("tottime").print_stats(25)
+    return out.getvalue()
 
 
 def report(rows: list[Any], size: int, results: Path = RESULTS) -> str:
@@ -147,13 +179,19 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--passes", type=int, default=200)
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the report goes")
+    parser.add_argument("--profile", action="store_true", help="write pass-cost-profile.txt")
     args = parser.parse_args()
+
     groups = [int(g) for g in args.groups.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
         with LocalCluster(ClusterConfig(state_dir=state / "cluster")) as cluster:
             asyncio.run(bring_up(cluster, groups, args.size, state / "operator.log"))
-            rows = asyncio.run(measure(cluster, groups, args.size, args.passes))
+            rows, profiled = asyncio.run(
+                measure(cluster, groups, args.size, args.passes, args.profile)
+            )
+    if profiled is not None:
+        (args.out / "pass-cost-profile.txt").write_text(profiled)
     print(report(rows, args.size, args.out))
 
 

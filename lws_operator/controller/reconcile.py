@@ -226,6 +226,7 @@ class _Pass:
         self.body = obs.lws or {}
         self.retry: float | None = None
         self.failed: tuple[int, ...] = ()
+        self.specs: dict[str, LeaderWorkerSetSpec | None] = {}
 
     def _again(self, seconds: float | None) -> None:
         if seconds is not None:
@@ -356,8 +357,11 @@ class _Pass:
 
     # ---- one group ---------------------------------------------------------------------------
     def _revision_spec(self, group: Group) -> LeaderWorkerSetSpec | None:
-        revision = rev.revision_with_key(self.obs.revisions, group.leader_revision or "")
-        return None if revision is None else self.r.spec_at(dict(revision), self.lws)
+        key = group.leader_revision or ""
+        if key not in self.specs:  # groups share a few revisions: one lookup each per pass
+            revision = rev.revision_with_key(self.obs.revisions, key)
+            self.specs[key] = None if revision is None else self.r.spec_at(dict(revision), self.lws)
+        return self.specs[key]
 
     async def _workers(self, group: Group) -> None:
         plan = plan_workers(

@@ -174,6 +174,8 @@ def gate(
     planned_by = {p.index: p for p in planned}
     effective: dict[int, GroupHistory] = {}
     for group in groups:
+        if group.index not in history.groups and group.index not in planned_by:
+            continue  # nothing recorded and nothing to decide
         h = history.group(group.index)
         leader = group.leader
         if leader is None or is_deleting(leader) or group.index in asked:

@@ -55,14 +55,23 @@ class Group:
     def workers_ready(self) -> bool:
         return self.workers is not None and statefulset_ready(self.workers)
 
-    @property
+    # Cached: a Group is observed once per change of its objects and read by every pass of
+    # its LWS (plan/ reads these for each group on every pod event).
+    @cached_property
     def leader_revision(self) -> str | None:
         """The revision key the leader pod carries (the group's template revision)."""
         return labels_of(self.leader).get(c.REVISION_KEY) if self.leader is not None else None
 
-    @property
+    @cached_property
     def workers_revision(self) -> str | None:
         return labels_of(self.workers).get(c.REVISION_KEY) if self.workers is not None else None
+
+    @cached_property
+    def nodes(self) -> frozenset[str]:
+        """The nodes its members are bound to."""
+        return frozenset(
+            str(node) for pod in self.members if (node := (pod.get("spec") or {}).get("nodeName"))
+        )
 
     @cached_property
     def broken_by(self) -> tuple[str, str] | None:

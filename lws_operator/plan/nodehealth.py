@@ -73,15 +73,25 @@ class NodeProblem:
 
 
 def node_problems(groups: Sequence[Group], nodes: Mapping[str, Obj]) -> list[NodeProblem]:
-    """Each member pod, of every group, bound to a node that is not healthy."""
+    """Each member pod, of every group, bound to a node that is not healthy. Each node is
+    judged once, and only the members of a group with a node not healthy are looked at."""
+    states: dict[str, str | None] = {}
+    healthy: dict[frozenset[str], bool] = {}  # groups share their nodes
+
+    def state_of(name: str) -> str | None:
+        if name not in states:
+            states[name] = node_state(nodes.get(name))
+        return states[name]
+
     out = []
     for group in groups:
+        if (ok := healthy.get(group.nodes)) is None:
+            ok = healthy[group.nodes] = all(state_of(name) is None for name in group.nodes)
+        if ok:
+            continue
         for pod in group.members:
             node_name = (pod.get("spec") or {}).get("nodeName")
-            if not node_name:
-                continue
-            state = node_state(nodes.get(str(node_name)))
-            if state is not None:
+            if node_name and (state := state_of(str(node_name))) is not None:
                 out.append(
                     NodeProblem(group.index, name_of(pod), uid_of(pod), str(node_name), state)
                 )

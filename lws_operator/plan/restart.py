@@ -146,13 +146,13 @@ def plan_recreations(
     for record in lost:
         by_group.setdefault(record.group_index, []).append(record)
     # Lost pods of groups that no longer exist (scaled down) are never judged.
-    indices = {str(g.index) for g in groups}
+    indices = {str(g.index) for g in groups} if by_group else set()
     dropped = {r.uid for index, rs in by_group.items() if index not in indices for r in rs}
     plans = []
     for group in groups:
-        records = by_group.get(str(group.index), [])
+        records = by_group.get(str(group.index), []) if by_group else []
         current: list[Lost] = []
-        if group.workers is not None:
+        if records and group.workers is not None:
             # This incarnation is known: records of any other are of an older one.
             current = [r for r in records if r.owner_uid == uid_of(group.workers)]
             dropped.update(r.uid for r in records if r not in current)
@@ -161,6 +161,8 @@ def plan_recreations(
             dropped.update(r.uid for r in current)  # its recreation is under way
             continue
         found = group.broken_by
+        if found is None and not current:
+            continue  # the common case: nothing failed, nothing lost
         if found is None:
             # A worker of another revision is being replaced by a rollout, not failing.
             rolled = [r for r in current if r.revision != group.leader_revision]

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSetSpec, NetworkConfig
 from lws_operator.plan import revision as rev
 from lws_operator.plan.groups import Group
+from lws_operator.plan.meta import name_of
 from lws_operator.plan.nodehealth import node_problems, node_state
 from lws_operator.plan.services import publish_not_ready, publish_patches, replica_service
 from lws_operator.plan.status import compute_status
@@ -22,6 +26,9 @@ def node(ready: str | None = "True", *taints: str) -> dict[str, Any]:
         "spec": {"taints": [{"key": t, "effect": "NoExecute"} for t in taints]},
         "status": {"conditions": conditions},
     }
+
+
+OOS = ("node.kubernetes.io/out-of-service",)
 
 
 def test_node_states() -> None:
@@ -48,6 +55,35 @@ def test_each_pod_of_a_group_on_an_unhealthy_node_is_reported() -> None:
     )
     assert problem.event.type == "Warning" and problem.event.reason == "GroupNodeNotReady"
     assert problem.event.note.startswith("group 0: pod test-sample-0 on node bad: NotReady;")
+
+
+NODES = {"good": node(), "good2": node(), "bad": node("False"), "out": node("True", *OOS)}
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["good", "good2", "bad", "out", "gone", None]), max_size=4),
+        max_size=6,
+    )
+)
+def test_node_problems_are_every_member_on_a_node_not_healthy(placements: Any) -> None:
+    """Judging each node and each set of nodes once (groups share them) finds what judging
+    every member pod finds."""
+    groups = []
+    for i, nodes in enumerate(placements):
+        pods = [
+            {"metadata": {"name": f"p{i}-{j}", "uid": f"u{i}-{j}"}, "spec": {"nodeName": n}}
+            for j, n in enumerate(nodes)
+        ]
+        groups.append(Group(i, pods[0], None, tuple(pods[1:])) if pods else Group(i, None))
+    plain = [
+        (g.index, name_of(p), n, node_state(NODES.get(n)))
+        for g in groups
+        for p in g.members
+        if (n := p["spec"]["nodeName"]) and node_state(NODES.get(n)) is not None
+    ]
+    found = [(x.group, x.pod, x.node, x.state) for x in node_problems(groups, NODES)]
+    assert found == plain
 
 
 def status(failed: tuple[int, ...], old: list[dict[str, Any]] | None = None) -> dict[str, Any]:
