@@ -72,7 +72,7 @@ from lws_operator.plan.services import (
     publish_patches,
     service_failed,
 )
-from lws_operator.plan.status import compute_status, plan_status_write
+from lws_operator.plan.status import StatusPacing, compute_status, plan_status_write
 from lws_operator.plan.workers import (
     FOREIGN_RETRY,
     WorkerPlan,
@@ -95,8 +95,8 @@ class Memory:
 
     reported_invalid: set[int] = field(default_factory=set)
     """Generations already reported invalid: one Warning each."""
-    status_written: float | None = None
-    """When its status was last written (monotonic seconds)."""
+    pacing: StatusPacing = field(default_factory=StatusPacing)
+    """When its status was last written, and the counters held back since (plan/status.py)."""
     model: tuple[str, LeaderWorkerSet] | None = None
     """The validated LWS, by the resourceVersion it was read at."""
     history: tuple[set[str], History] | None = None
@@ -726,9 +726,10 @@ class _Pass:
             observed=observed,
             resource_version=str(self.lws.metadata.get("resourceVersion") or ""),
             result=result,
-            last_write=self.memory.status_written,
+            pacing=self.memory.pacing,
             now=now,
         )
+        self.memory.pacing = write.pacing
         self._again(write.wait)
         if write.patch is not None:
             path = resource_path(
@@ -736,7 +737,7 @@ class _Pass:
             )
             # Refused (409) when computed from a stale LWS: the queue retries with fresh state.
             await self.kube.patch(path, write.patch, kind="merge")
-            self.memory.status_written = now
+            self.memory.pacing = write.pacing.written(now)
             for event in result.events:
                 await self._post(event)
         self.r.metrics.groups_observed(

@@ -9,7 +9,7 @@ docs/compatibility.md.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lws_operator.api import constants as c
@@ -246,11 +246,15 @@ def failed_condition(
     return out
 
 
-# Group counters: while groups come up or roll one by one they change every few hundred
-# milliseconds; a change of only these can wait for the next status write.
+# Group counters: while groups come up or roll one by one, or readiness flaps under load,
+# they change every few milliseconds to seconds; a change of only these can wait.
 _COUNTERS = ("replicas", "readyReplicas", "updatedReplicas")
-# At most one counters-only status write per LeaderWorkerSet in this many seconds.
-COUNTERS_WRITE_INTERVAL = 1.0
+# A counters-only change is written once the counters have been still this long (the burst is
+# over: the status is right soon after), or when the first change held back has waited
+# COUNTERS_HOLD_MAX (a storm that never stops). The first change after a quiet spell is
+# written at once.
+COUNTERS_QUIET = 1.0
+COUNTERS_HOLD_MAX = 10.0
 
 
 def counters_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -264,6 +268,29 @@ def counters_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
+class StatusPacing:
+    """What pacing the status writes of one LWS remembers between passes (monotonic
+    seconds)."""
+
+    last_write: float | None = None
+    counters: tuple[Any, ...] | None = None
+    """The counters computed by the last pass."""
+    changed_at: float | None = None
+    """When the computed counters last changed."""
+    held_since: float | None = None
+    """When the first change not written yet was held back."""
+
+    def seen(self, status: Mapping[str, Any], now: float) -> StatusPacing:
+        counters = tuple(status.get(k) for k in _COUNTERS)
+        if counters == self.counters:
+            return self
+        return replace(self, counters=counters, changed_at=now)
+
+    def written(self, now: float) -> StatusPacing:
+        return replace(self, last_write=now, held_since=None)
+
+
+@dataclass(frozen=True)
 class StatusWrite:
     patch: dict[str, Any] | None
     """The merge patch to send now, or None. It carries the resourceVersion the status was
@@ -271,6 +298,8 @@ class StatusWrite:
     one, flipping a condition back or posting its event again."""
     wait: float | None
     """A counters-only change held back: write it after this many seconds."""
+    pacing: StatusPacing = field(default_factory=StatusPacing)
+    """The pacing to remember (``written(now)`` of it once ``patch`` is written)."""
 
 
 def plan_status_write(
@@ -278,17 +307,25 @@ def plan_status_write(
     observed: Mapping[str, Any],
     resource_version: str,
     result: StatusResult,
-    last_write: float | None,
+    pacing: StatusPacing,
     now: float,
 ) -> StatusWrite:
-    """Whether and when to write ``result`` over the ``observed`` status; ``last_write`` and
-    ``now`` are monotonic seconds. Counter-only changes are written at most once per
-    ``COUNTERS_WRITE_INTERVAL`` (compatibility R9); fields that went away are sent as null."""
+    """Whether and when to write ``result`` over the ``observed`` status. A counters-only
+    change (compatibility R9) is written at once after a quiet spell, else once the counters
+    have been still ``COUNTERS_QUIET`` or it has been held ``COUNTERS_HOLD_MAX``; anything
+    else at once. Fields that went away are sent as null."""
     new = result.status
+    pacing = pacing.seen(new, now)
     if contains(observed, new) and contains(new, observed):
-        return StatusWrite(None, None)
-    wait = 0.0 if last_write is None else last_write + COUNTERS_WRITE_INTERVAL - now
-    if wait > 0 and not result.events and counters_only(observed, new):
-        return StatusWrite(None, wait)
+        return StatusWrite(None, None, replace(pacing, held_since=None))
+    if not result.events and counters_only(observed, new):
+        quiet = pacing.last_write is None or now - pacing.last_write >= COUNTERS_QUIET
+        if pacing.held_since is not None or not quiet:
+            held = now if pacing.held_since is None else pacing.held_since
+            still = now if pacing.changed_at is None else pacing.changed_at
+            due = min(still + COUNTERS_QUIET, held + COUNTERS_HOLD_MAX)
+            if due > now:
+                return StatusWrite(None, due - now, replace(pacing, held_since=held))
     status = {**new, **{k: None for k in observed if k not in new}}
-    return StatusWrite({"metadata": {"resourceVersion": resource_version}, "status": status}, None)
+    patch = {"metadata": {"resourceVersion": resource_version}, "status": status}
+    return StatusWrite(patch, None, pacing)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -11,6 +12,9 @@ from hypothesis import strategies as st
 from lws_operator.plan.events import normal
 from lws_operator.plan.groups import Group
 from lws_operator.plan.status import (
+    COUNTERS_HOLD_MAX,
+    COUNTERS_QUIET,
+    StatusPacing,
     StatusResult,
     compute_status,
     count_groups,
@@ -448,7 +452,11 @@ def test_only_counter_changes_may_wait_for_the_next_status_write() -> None:
 
 def write(old: dict[str, Any], new: StatusResult, *, last: float | None, now: float = 10.0) -> Any:
     return plan_status_write(
-        observed=old, resource_version="7", result=new, last_write=last, now=now
+        observed=old,
+        resource_version="7",
+        result=new,
+        pacing=StatusPacing(last_write=last),
+        now=now,
     )
 
 
@@ -456,7 +464,8 @@ def test_a_status_write_carries_the_resource_version_it_was_computed_from() -> N
     result = status([group(0)])
     decided = write({}, result, last=None)
     assert decided.patch == {"metadata": {"resourceVersion": "7"}, "status": result.status}
-    assert write(result.status, result, last=None) == type(decided)(None, None)
+    same = write(result.status, result, last=None)
+    assert (same.patch, same.wait) == (None, None)
 
 
 def test_counters_gone_to_zero_are_removed_and_counter_changes_wait() -> None:
@@ -470,4 +479,52 @@ def test_counters_gone_to_zero_are_removed_and_counter_changes_wait() -> None:
     settled = status([group(0)], old=ready.status["conditions"])
     counters = {**settled.status, "readyReplicas": 2}
     held = write(counters, settled, last=9.5)
-    assert held.patch is None and held.wait == 0.5
+    assert held.patch is None and held.wait == COUNTERS_QUIET
+
+
+def storm(changes: list[float], until: float) -> tuple[list[float], int]:
+    """When the status is written if readyReplicas changes at each of ``changes`` (seconds)
+    to a value not seen before, with every pass run as the operator runs them: at each change
+    and when a held write is due."""
+    settled = status([group(i) for i in range(3)])
+    stored = dict(settled.status)
+    pacing, writes, due = StatusPacing(), [], None
+    events = sorted(changes)
+    ready = 0
+    while events or due is not None:
+        now = min([*events[:1], *([due] if due is not None else [])])
+        if events and events[0] == now:
+            events.pop(0)
+            ready += 1
+        if now > until:
+            break
+        result = StatusResult({**settled.status, "readyReplicas": ready}, True, ())
+        decided = plan_status_write(
+            observed=stored, resource_version="1", result=result, pacing=pacing, now=now
+        )
+        pacing, due = decided.pacing, None if decided.wait is None else now + decided.wait
+        if decided.patch is not None:
+            stored = {**stored, **decided.patch["status"]}
+            pacing = pacing.written(now)
+            writes.append(now)
+    return writes, stored["readyReplicas"]
+
+
+def test_a_lone_counter_change_is_written_at_once() -> None:
+    assert storm([5.0], until=100) == ([5.0], 1)
+
+
+def test_counters_churning_are_written_at_most_every_hold_max_and_once_still() -> None:
+    flips = [i * 0.05 for i in range(1, 1201)]  # 20 changes a second for 60 s
+    writes, stored = storm(flips, until=100)
+    assert writes[0] == 0.05  # the first, after a quiet spell, at once
+    gaps = [b - a for a, b in itertools.pairwise(writes)]
+    assert all(g >= COUNTERS_HOLD_MAX - 1e-9 for g in gaps[:-1]), gaps
+    assert len(writes) <= 60 / COUNTERS_HOLD_MAX + 2
+    # The last change is written by the time the counters have been still COUNTERS_QUIET.
+    assert stored == len(flips) and writes[-1] <= flips[-1] + COUNTERS_QUIET
+
+
+def test_counters_changing_slower_than_quiet_are_each_written() -> None:
+    flips = [i * 1.5 for i in range(1, 11)]
+    assert storm(flips, until=100) == (flips, len(flips))
