@@ -252,8 +252,9 @@ _COUNTERS = ("replicas", "readyReplicas", "updatedReplicas")
 # A counters-only change is written once the counters have been still this long (the burst is
 # over: the status is right soon after), or when the first change held back has waited
 # COUNTERS_HOLD_MAX (a storm that never stops). The first change after a quiet spell is
-# written at once.
-COUNTERS_QUIET = 1.0
+# written at once. Longer than a second: probes and load generators flap in bursts a second
+# apart, and every status write comes back as an LWS event (another pass).
+COUNTERS_QUIET = 2.0
 COUNTERS_HOLD_MAX = 10.0
 
 

@@ -526,5 +526,5 @@ def test_counters_churning_are_written_at_most_every_hold_max_and_once_still() -
 
 
 def test_counters_changing_slower_than_quiet_are_each_written() -> None:
-    flips = [i * 1.5 for i in range(1, 11)]
+    flips = [i * (COUNTERS_QUIET + 0.5) for i in range(1, 11)]
     assert storm(flips, until=100) == (flips, len(flips))
