@@ -316,11 +316,14 @@ def plan_status_write(
     have been still ``COUNTERS_QUIET`` or it has been held ``COUNTERS_HOLD_MAX``; anything
     else at once. Fields that went away are sent as null."""
     new = result.status
+    before = pacing.changed_at
     pacing = pacing.seen(new, now)
     if contains(observed, new) and contains(new, observed):
         return StatusWrite(None, None, replace(pacing, held_since=None))
     if not result.events and counters_only(observed, new):
-        quiet = pacing.last_write is None or now - pacing.last_write >= COUNTERS_QUIET
+        # After a quiet spell: nothing written, and the counters still, for COUNTERS_QUIET
+        # (counters flapping around the stored value are no quiet spell).
+        quiet = all(t is None or now - t >= COUNTERS_QUIET for t in (pacing.last_write, before))
         if pacing.held_since is not None or not quiet:
             held = now if pacing.held_since is None else pacing.held_since
             still = now if pacing.changed_at is None else pacing.changed_at

@@ -482,10 +482,12 @@ def test_counters_gone_to_zero_are_removed_and_counter_changes_wait() -> None:
     assert held.patch is None and held.wait == COUNTERS_QUIET
 
 
-def storm(changes: list[float], until: float) -> tuple[list[float], int]:
+def storm(
+    changes: list[float], until: float, values: list[int] | None = None
+) -> tuple[list[float], int]:
     """When the status is written if readyReplicas changes at each of ``changes`` (seconds)
-    to a value not seen before, with every pass run as the operator runs them: at each change
-    and when a held write is due."""
+    to the next of ``values`` (by default a value not seen before), with every pass run as
+    the operator runs them: at each change and when a held write is due."""
     settled = status([group(i) for i in range(3)])
     stored = dict(settled.status)
     pacing, writes, due = StatusPacing(), [], None
@@ -495,7 +497,7 @@ def storm(changes: list[float], until: float) -> tuple[list[float], int]:
         now = min([*events[:1], *([due] if due is not None else [])])
         if events and events[0] == now:
             events.pop(0)
-            ready += 1
+            ready = ready + 1 if values is None else values[len(changes) - len(events) - 1]
         if now > until:
             break
         result = StatusResult({**settled.status, "readyReplicas": ready}, True, ())
@@ -523,6 +525,14 @@ def test_counters_churning_are_written_at_most_every_hold_max_and_once_still() -
     assert len(writes) <= 60 / COUNTERS_HOLD_MAX + 2
     # The last change is written by the time the counters have been still COUNTERS_QUIET.
     assert stored == len(flips) and writes[-1] <= flips[-1] + COUNTERS_QUIET
+
+
+def test_counters_flapping_around_the_stored_value_are_no_quiet_spell() -> None:
+    flips = [i * 0.05 for i in range(1, 1201)]
+    values = [3 + (i % 2) for i in range(1, 1201)]  # 4, 3, 4, 3, ...: back to stored, often
+    writes, stored = storm(flips, until=100, values=values)
+    assert writes[0] == 0.05 and len(writes) <= 60 / COUNTERS_HOLD_MAX + 2, writes
+    assert stored == values[-1]
 
 
 def test_counters_changing_slower_than_quiet_are_each_written() -> None:
