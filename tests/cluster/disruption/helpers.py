@@ -77,6 +77,8 @@ class Releases:
     group: int
     surge_ready: bool
     available: int
+    pods: tuple[str, ...] = ()
+    """The incarnation's pods that went (name on node), for a failure's message."""
 
 
 @dataclass
@@ -94,7 +96,7 @@ class Watcher:
     low: list[str] = field(default_factory=list)
     releases: list[Releases] = field(default_factory=list)
     floor: int = 0
-    _incarnations: dict[int, set[str]] = field(default_factory=dict)
+    _incarnations: dict[int, dict[str, str]] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
     _started: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -112,12 +114,13 @@ class Watcher:
             gone = [u for u in incarnation if u not in uids or is_deleting(uids[u])]
             if gone:
                 surge = any(i >= self.replicas for i in ready)
-                self.releases.append(Releases(index, surge, available))
+                went = tuple(incarnation[u] for u in gone)
+                self.releases.append(Releases(index, surge, available, went))
                 del self._incarnations[index]
         for index in ready - set(self._incarnations):
             if index < self.replicas:
                 self._incarnations[index] = {
-                    p["metadata"]["uid"]
+                    p["metadata"]["uid"]: f"{p['metadata']['name']} on {p['spec'].get('nodeName')}"
                     for p in pods.values()
                     if (p["metadata"].get("labels") or {}).get(c.GROUP_INDEX_LABEL) == str(index)
                     and not is_deleting(p)

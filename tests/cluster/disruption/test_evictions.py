@@ -198,14 +198,18 @@ async def test_without_surge_the_budget_alone(
     assert len((await pods_by_node(kube, ns, name)).get(node, [])) == 1
     watcher = Watcher(kube, ns, name, 2)
     async with watcher.watching(floor=1):
-        await drain(kubeconfig, node)
+        drained = await drain(kubeconfig, node)
         try:
             await wait_lws(kube, ns, name, lambda o: is_available(o, 2), "Available again", 90)
         except TimeoutError as e:
             raise AssertionError(f"{e}\n{await diagnostics(kube, ns, name)}") from e
     assert watcher.low == [] and watcher.min_available == 1, watcher.low[:2]
-    assert [r.surge_ready for r in watcher.releases] == [False], watcher.releases
-    notes = [n for r, _, n in await event_notes(kube, ns, name) if r == "MovingGroup"]
+    events = await event_notes(kube, ns, name)
+    assert [r.surge_ready for r in watcher.releases] == [False], (
+        f"{watcher.releases}\nkubectl drain:\n{drained}\nevents:\n"
+        + "\n".join(" ".join(e) for e in events)
+    )
+    notes = [n for r, _, n in events if r == "MovingGroup"]
     want = "no surge possible" if max_surge else "without a replacement: maxSurge is 0"
     assert any(want in n for n in notes), notes
     assert node not in await pods_by_node(kube, ns, name)
