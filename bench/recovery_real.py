@@ -37,7 +37,7 @@ from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.meta import pod_ready
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.lws_api import install_lws_api
+from lws_testbed.lws_api import install_lws_api, wait_lws_api
 from lws_testbed.operator_process import start_operator
 from lws_testbed.realnode import node as realnode
 from lws_testbed.realnode import pin_to_real_node, preflight
@@ -146,11 +146,14 @@ async def controller(
         field_selector=f"metadata.name={c.CRD_NAME}",
     )
     if which == "ours":
-        await install_lws_api(kube)
+        # Upstream's LWS mutating webhook is left behind until our operator replaces its
+        # configuration (upstream.UpstreamManager.stop): the policies are probed after that.
+        await install_lws_api(kube, wait=False)
         op = await start_operator(
             kube, cluster.kubeconfig("lws-operator"), work / "ours.log", *no_backoff(work)
         )
         try:
+            await wait_lws_api(kube)
             yield
             op.check_alive()
         finally:

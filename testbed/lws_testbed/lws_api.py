@@ -65,24 +65,33 @@ async def wait_lws_api(kube: Kube, timeout: float = 60) -> None:
     path = resource_path(c.API_VERSION, c.PLURAL, namespace="default")
     probe = _probe("lws-policy-probe")
     probe["metadata"]["annotations"] = {c.EXCLUSIVE_KEY_ANNOTATION: ""}
+    last = ["nothing yet"]  # the last answer, for a timeout's message
 
     async def policy_rejects() -> bool:
         try:
             await kube.create(path, probe, dry_run=True)
         except ApiError as e:
+            last[0] = f"{e.status} {e.message}"
             return "ValidatingAdmissionPolicy" in e.message
+        last[0] = "admitted"
         return False
 
-    await until(policy_rejects, timeout=timeout, what="the admission policy to take effect")
     zero = _probe("lws-mutating-policy-probe", {"rolloutStrategy": {"type": ""}})
 
     async def zero_defaulted() -> bool:
         try:
             stored = await kube.create(path, zero, dry_run=True)
-        except ApiError:
+        except ApiError as e:
+            last[0] = f"{e.status} {e.message}"
             return False
+        last[0] = f"stored rolloutStrategy {stored['spec']['rolloutStrategy']}"
         return bool(stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate")
 
-    await until(
-        zero_defaulted, timeout=timeout, what="the mutating admission policy to take effect"
-    )
+    for holds, what in (
+        (policy_rejects, "the admission policy to take effect"),
+        (zero_defaulted, "the mutating admission policy to take effect"),
+    ):
+        try:
+            await until(holds, timeout=timeout, what=what)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; the last dry-run create: {last[0]}") from None
