@@ -311,6 +311,13 @@ async def after_takeover(
         what="pd's Services: the new children's only",
         label_selector=f"{c.SET_NAME_LABEL}=pd",
     )
-    pods = await _list(kube, "v1", "pods", f"{c.SET_NAME_LABEL}=pd")
-    assert len(pods) == 6 and all(pod_ready(p) for p in pods.values())
+    # The old children's pods leave through the garbage collector, after their LWS is gone.
+    pods = await wait_for_objects(
+        kube,
+        resource_path("v1", "pods", namespace=NS),
+        lambda objs: len(objs) == 6 and all(pod_ready(p) for p in objs.values()),
+        timeout=TIMEOUT,
+        what="pd's pods: the new children's 6, Ready",
+        label_selector=f"{c.SET_NAME_LABEL}=pd",
+    )
     assert all(labels_of(p)[c.SLICE_LABEL] == "0" for p in pods.values())
