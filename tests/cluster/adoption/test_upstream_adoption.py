@@ -30,7 +30,7 @@ from lws_operator.kube.paths import resource_path
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.lws_api import install_lws_api
+from lws_testbed.lws_api import install_lws_api, wait_lws_api
 from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
 from lws_testbed.wait import Objects, wait_for_objects
@@ -225,13 +225,6 @@ async def statefulsets_settled(kube: Kube, name: str) -> None:
 
 
 # ---- set-up steps ------------------------------------------------------------------------------
-async def install_our_api(kube: Kube) -> None:
-    """Our CRD (replacing upstream's: same field manager, force) and admission policies. Not
-    waited on: upstream's LWS defaulting webhook, left in place until our operator replaces
-    its configuration, refuses every LWS request meanwhile."""
-    await install_lws_api(kube, CRD_MANAGER, wait=False)
-
-
 def rolling_body() -> dict[str, Any]:
     """b: 3 groups of 2, maxUnavailable 1, restartPolicy None. Not the default
     RecreateGroupOnPodRestart: with it, upstream v0.9.0 sometimes recreates the group it has
@@ -329,9 +322,13 @@ async def test_taking_over_from_upstream_restarts_nothing(
         at_exit = {n: uid for n, (uid, _) in before["b"].pods.items()}
         assert at_exit == frozen_uids, "upstream itself changed b's pods after the freeze"
 
-        await install_our_api(kube)
+        # Our CRD (replacing upstream's: same field manager, force) and admission policies,
+        # probed only once our operator runs: upstream's LWS defaulting webhook, left in place
+        # until our operator replaces its configuration, refuses every LWS request meanwhile.
+        await install_lws_api(kube, CRD_MANAGER, wait=False)
         op = await start_operator(kube, cluster.kubeconfig("lws-operator"), tmp_path / "op.log")
         try:
+            await wait_lws_api(kube)
             await after_takeover(kube, before, b_key)
             op.check_alive()
         except BaseException:

@@ -28,11 +28,6 @@ import pytest
 
 from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
-from lws_operator.api.admission_policy import (
-    validating_admission_policy,
-    validating_admission_policy_binding,
-)
-from lws_operator.api.crd import custom_resource_definition
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.ds_objects import legacy_lws_name, lws_name
@@ -40,6 +35,7 @@ from lws_operator.plan.ds_revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.lws_api import install_lws_api
 from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
 from lws_testbed.wait import Objects, wait_for_objects
@@ -186,22 +182,11 @@ async def upstream_phase(kube: Kube, manager: upstream.UpstreamManager) -> tuple
 
 
 async def install_our_api(kube: Kube) -> None:
-    """Our CRDs (replacing upstream's: same field manager) and admission policies."""
-    crd = custom_resource_definition()
-    await kube.apply(
-        resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name=lc.CRD_NAME),
-        crd,
-        field_manager=CRD_MANAGER,
-    )
-    for plural, body in (
-        ("validatingadmissionpolicies", validating_admission_policy()),
-        ("validatingadmissionpolicybindings", validating_admission_policy_binding()),
-    ):
-        await kube.apply(
-            resource_path("admissionregistration.k8s.io/v1", plural, name=body["metadata"]["name"]),
-            body,
-            field_manager=CRD_MANAGER,
-        )
+    """Our CRDs (replacing upstream's: same field manager) and admission policies, as
+    ``kubectl apply --server-side -f crds/`` installs them. The LWS API is not probed: upstream's
+    LWS webhook configuration refuses LWS writes until our operator replaces it, and this test
+    writes none itself (our operator retries its own)."""
+    await install_lws_api(kube, CRD_MANAGER, wait=False)
     await install_ds_api(kube, CRD_MANAGER)
 
 

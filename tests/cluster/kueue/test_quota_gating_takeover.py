@@ -19,7 +19,7 @@ import pytest
 from lws_operator.kube.client import Kube
 from lws_testbed import kueue, upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
-from lws_testbed.lws_api import install_lws_api
+from lws_testbed.lws_api import install_lws_api, wait_lws_api
 from lws_testbed.manifests import create_namespace
 from lws_testbed.operator_process import start_operator
 from tests.cluster.conftest import upstream_bins_or_skip
@@ -109,6 +109,9 @@ async def test_pods_of_the_operator_that_took_over_wait_for_quota(
                     kube, takeover_cluster.kubeconfig("lws-operator"), tmp_path / "op.log"
                 )
                 try:
+                    # Probed once our operator runs (it replaces upstream's webhook
+                    # configuration, which refuses LWS writes until then).
+                    await wait_lws_api(kube)
                     uid = lws["metadata"]["uid"]
                     await kube.patch(lws_path(NS, "t"), {"spec": {"replicas": 3}})
                     await wait_workloads(kube, NS, uid, lambda w: pending(w.get(2)), "2 pending")
