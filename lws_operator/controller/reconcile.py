@@ -84,9 +84,29 @@ from lws_operator.plan.workers import (
 log = logging.getLogger(__name__)
 
 STS = "statefulsets"
-# Memoised pure results kept at most this many (a plain bound; entries are cheap to redo).
+# Warnings remembered as reported, per LWS, at most this many (a plain bound).
 MEMO_MAX = 4096
+# Memoised pure results kept per LWS at most this many: a few revisions and the latest
+# history ConfigMap (a plain bound; entries are cheap to redo).
+RESULTS_MAX = 64
 T = TypeVar("T")
+
+
+class _Memo:
+    """A bounded memo of pure results: re-validating stored revisions on every pod event
+    would dominate a pass."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        if key in self._values:
+            value: T = self._values[key]
+            return value
+        if len(self._values) >= RESULTS_MAX:
+            self._values.clear()
+        value = self._values[key] = compute()
+        return value
 
 
 @dataclass
@@ -105,23 +125,9 @@ class Memory:
     reported: set[tuple[str, ...]] = field(default_factory=set)
     """Warnings already reported, by what they are about (one each): node problems, invalid
     requests and budgets, claims a revision cannot apply, a history ConfigMap not ours."""
-
-
-class _Memo:
-    """A bounded memo of pure results: re-validating stored revisions on every pod event
-    would dominate a pass."""
-
-    def __init__(self) -> None:
-        self._values: dict[tuple[Any, ...], Any] = {}
-
-    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
-        if key in self._values:
-            value: T = self._values[key]
-            return value
-        if len(self._values) >= MEMO_MAX:
-            self._values.clear()
-        value = self._values[key] = compute()
-        return value
+    results: _Memo = field(default_factory=_Memo)
+    """Pure results derived from its revisions and history (validated revision specs), kept
+    while it exists: in one memo for every LWS they outlived their LWS."""
 
 
 def _version(obj: dict[str, Any]) -> tuple[str, str]:
@@ -147,15 +153,6 @@ class Reconciler:
     backoff: Backoff = field(default_factory=Backoff)
     history_limits: Limits = field(default_factory=Limits)
     memory: dict[Key, Memory] = field(default_factory=dict)
-    _memo: _Memo = field(default_factory=_Memo)
-
-    def revision_matches(self, revision: dict[str, Any], lws: LeaderWorkerSet) -> bool:
-        key = ("matches", *_version(revision), *_spec_version(lws))
-        return self._memo.get(key, lambda: rev.matches(revision, lws.spec))
-
-    def spec_at(self, revision: dict[str, Any], lws: LeaderWorkerSet) -> LeaderWorkerSetSpec:
-        key = ("spec", *_version(revision), *_spec_version(lws))
-        return self._memo.get(key, lambda: rev.spec_at_revision(lws.spec, revision))
 
     def forget(self, key: Key) -> None:
         """Drop everything kept about an LWS that is gone (or going)."""
@@ -238,6 +235,14 @@ class _Pass:
     async def _post(self, event: Event) -> None:
         await self.r.events.post(self.body, event)
 
+    def _matches(self, revision: dict[str, Any]) -> bool:
+        key = ("matches", *_version(revision), *_spec_version(self.lws))
+        return self.memory.results.get(key, lambda: rev.matches(revision, self.lws.spec))
+
+    def _spec_at(self, revision: dict[str, Any]) -> LeaderWorkerSetSpec:
+        key = ("spec", *_version(revision), *_spec_version(self.lws))
+        return self.memory.results.get(key, lambda: rev.spec_at_revision(self.lws.spec, revision))
+
     async def run(self) -> float | None:
         lws, obs = self.lws, self.obs
         leader_sts = obs.statefulsets.get(self.name)
@@ -252,7 +257,7 @@ class _Pass:
             lws,
             leader_sts=leader_sts,
             revisions=obs.revisions,
-            matches=lambda r: self.r.revision_matches(dict(r), lws),
+            matches=lambda r: self._matches(dict(r)),
         )
         if choice.create is not None:
             await self._create(self._path("controllerrevisions"), choice.create, None)
@@ -360,7 +365,7 @@ class _Pass:
         key = group.leader_revision or ""
         if key not in self.specs:  # groups share a few revisions: one lookup each per pass
             revision = rev.revision_with_key(self.obs.revisions, key)
-            self.specs[key] = None if revision is None else self.r.spec_at(dict(revision), self.lws)
+            self.specs[key] = None if revision is None else self._spec_at(dict(revision))
         return self.specs[key]
 
     async def _workers(self, group: Group) -> None:
@@ -538,7 +543,7 @@ class _Pass:
         """The history ConfigMap: the cache's, unless it still shows what we overwrote."""
         projected = self.obs.history
         rv = str(((projected or {}).get("metadata") or {}).get("resourceVersion"))
-        current = self.r._memo.get(
+        current = self.memory.results.get(
             ("history", self.uid, rv),
             lambda: parse_history(projected, lws_name=self.name, lws_uid=self.uid),
         )
