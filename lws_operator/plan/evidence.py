@@ -100,7 +100,8 @@ def pod_failures(pod: Obj) -> list[tuple[ContainerFailure, bool]]:
                 )
             )
     if not out and (is_deleting(pod) or status.get("phase") == "Failed"):
-        reason = "deleted" if is_deleting(pod) else str(status.get("reason") or "failed")
+        failed = status.get("phase") == "Failed"  # then deleted: the failure is the evidence
+        reason = str(status.get("reason") or "failed") if failed else "deleted"
         out.append(
             (
                 ContainerFailure(

@@ -108,13 +108,15 @@ def _restarted(statuses: Any) -> bool:
 def failure(pod: Obj) -> str | None:
     """Why this pod breaks its group, if it does (contract 4.6): deleted, failed, or a
     container or init container restarted (counted only while Running or Pending: a finished
-    pod's count is history), as upstream's ContainerRestarted and PodDeleted."""
-    if is_deleting(pod):
-        return "deleted"
+    pod's count is history), as upstream's ContainerRestarted and PodDeleted. A failed pod
+    stays "failed" once deleted: its deletion (by its StatefulSet, the pod GC) follows from the
+    failure, which is the evidence to keep."""
     status = pod.get("status") or {}
     phase = status.get("phase")
     if phase == "Failed":
         return "failed"
+    if is_deleting(pod):
+        return "deleted"
     if phase in ("Running", "Pending") and (
         _restarted(status.get("initContainerStatuses"))
         or _restarted(status.get("containerStatuses"))

@@ -27,7 +27,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
 from lws_operator.plan import names
 from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warning
-from lws_operator.plan.groups import Group, Obj
+from lws_operator.plan.groups import Group, Obj, failure
 from lws_operator.plan.meta import controller_of, is_deleting, labels_of, name_of, uid_of
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
@@ -46,6 +46,8 @@ class Lost:
     """Its controller: the worker StatefulSet of one incarnation."""
     group_index: str
     revision: str
+    why: str = "deleted"
+    """"failed" when its last state was phase Failed (plan/groups.failure)."""
 
     @classmethod
     def of(cls, pod: Obj) -> Lost | None:
@@ -61,6 +63,7 @@ class Lost:
             owner_uid=str(owner.get("uid") or ""),
             group_index=labels.get(c.GROUP_INDEX_LABEL, ""),
             revision=labels.get(c.REVISION_KEY, ""),
+            why="failed" if failure(pod) == "failed" else "deleted",
         )
 
 
@@ -168,7 +171,7 @@ def plan_recreations(
             rolled = [r for r in current if r.revision != group.leader_revision]
             dropped.update(r.uid for r in rolled)
             if lost_one := next((r for r in current if r not in rolled), None):
-                found = (lost_one.name, "deleted")
+                found = (lost_one.name, lost_one.why)
         if found is None:
             continue
         if after_start and _pending(lws_name, group, size, pods):

@@ -16,6 +16,7 @@ from lws_operator.plan.restart import (
 )
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
+NOW_S = "2026-11-30T12:00:00Z"
 
 
 def pod(
@@ -98,8 +99,8 @@ def plan(pods: dict[str, Any], stss: dict[str, Any], **kw: Any) -> list[tuple[in
     return [(p.index, p.culprit) for p in recreations(pods, stss, **kw).groups]
 
 
-def lost(name: str, owner: str, *, group: int = 1, key: str = "k") -> Lost:
-    record = Lost.of(pod(name, owner, group=group, worker=1, key=key))
+def lost(name: str, owner: str, *, group: int = 1, key: str = "k", phase: str = "Running") -> Lost:
+    record = Lost.of(pod(name, owner, group=group, worker=1, key=key, phase=phase))
     assert record is not None
     return record
 
@@ -161,6 +162,19 @@ def test_a_pod_deleted_before_we_saw_it_terminating_still_counts() -> None:
     assert out.groups[0].lost == {gone.uid} and not out.dropped  # settled by the recreation
 
 
+def test_a_failed_pod_deleted_after_its_failure_is_recreated_as_failed() -> None:
+    """Its StatefulSet (or the pod GC) deletes a Failed pod: whether the pass sees it deleting
+    or already gone, the trigger is its failure, not the deletion that followed."""
+    deleting = pod("s-1-1", "s-1-sts-uid", group=1, worker=1, phase="Failed", deleting=NOW_S)
+    pods, stss = world(s_1_1=deleting)
+    assert [(p.index, p.why) for p in recreations(pods, stss).groups] == [(1, "failed")]
+    del pods["s-1-1"]
+    gone = lost("s-1-1", "s-1-sts-uid", phase="Failed")
+    assert [(p.index, p.why) for p in recreations(pods, stss, lost=[gone]).groups] == [
+        (1, "failed")
+    ]
+
+
 def test_lost_pods_of_another_incarnation_are_dropped() -> None:
     pods, stss = world()
     older = lost("s-1-1", "gone-sts-uid")
@@ -215,11 +229,17 @@ def test_a_leader_being_deleted_is_already_being_recreated() -> None:
     assert plan(pods, stss) == []
 
 
-@given(st.integers(0, 5), st.sampled_from(["Running", "Pending", "Succeeded", "Failed"]))
-def test_failure_rules(restarts: int, phase: str) -> None:
-    why = failure(pod("p", "o", phase=phase, restarts=restarts))
+@given(
+    st.integers(0, 5),
+    st.sampled_from(["Running", "Pending", "Succeeded", "Failed"]),
+    st.sampled_from([None, NOW_S]),
+)
+def test_failure_rules(restarts: int, phase: str, deleting: str | None) -> None:
+    why = failure(pod("p", "o", phase=phase, restarts=restarts, deleting=deleting))
     if phase == "Failed":
         assert why == "failed"
+    elif deleting:
+        assert why == "deleted"
     elif phase in ("Running", "Pending") and restarts:
         assert why == "restarted"
     else:
