@@ -741,8 +741,10 @@ class _Pass:
                 c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
             )
             # Refused (409) when computed from a stale LWS: the queue retries with fresh state.
-            await self.kube.patch(path, write.patch, kind="merge")
-            self.memory.pacing = write.pacing.written(now)
+            after = await self.kube.patch(path, write.patch, kind="merge")
+            rv = write.patch["metadata"]["resourceVersion"]
+            moved = str((after.get("metadata") or {}).get("resourceVersion")) != rv
+            self.memory.pacing = write.pacing.written(now, over=rv if moved else None)
             for event in result.events:
                 await self._post(event)
         self.r.metrics.groups_observed(

@@ -280,6 +280,9 @@ class StatusPacing:
     """When the computed counters last changed."""
     held_since: float | None = None
     """When the first change not written yet was held back."""
+    written_over: str | None = None
+    """The resourceVersion the last write replaced: until the watch brings the write back, the
+    cache shows the LWS at it, and a status computed over it is stale."""
 
     def seen(self, status: Mapping[str, Any], now: float) -> StatusPacing:
         counters = tuple(status.get(k) for k in _COUNTERS)
@@ -287,8 +290,10 @@ class StatusPacing:
             return self
         return replace(self, counters=counters, changed_at=now)
 
-    def written(self, now: float) -> StatusPacing:
-        return replace(self, last_write=now, held_since=None)
+    def written(self, now: float, over: str | None = None) -> StatusPacing:
+        """Written at ``now``, replacing the LWS at resourceVersion ``over`` (None if the
+        write changed nothing, so no watch event follows it)."""
+        return replace(self, last_write=now, held_since=None, written_over=over)
 
 
 @dataclass(frozen=True)
@@ -314,10 +319,16 @@ def plan_status_write(
     """Whether and when to write ``result`` over the ``observed`` status. A counters-only
     change (compatibility R9) is written at once after a quiet spell, else once the counters
     have been still ``COUNTERS_QUIET`` or it has been held ``COUNTERS_HOLD_MAX``; anything
-    else at once. Fields that went away are sent as null."""
+    else at once. Fields that went away are sent as null. Nothing is written over the LWS
+    our last write replaced: its watch event brings the next pass (a write now would only
+    lose, 409, to ourselves)."""
     new = result.status
     before = pacing.changed_at
     pacing = pacing.seen(new, now)
+    if pacing.written_over is not None:
+        if pacing.written_over == resource_version:
+            return StatusWrite(None, None, pacing)
+        pacing = replace(pacing, written_over=None)
     if contains(observed, new) and contains(new, observed):
         return StatusWrite(None, None, replace(pacing, held_since=None))
     if not result.events and counters_only(observed, new):

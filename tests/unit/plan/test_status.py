@@ -468,6 +468,29 @@ def test_a_status_write_carries_the_resource_version_it_was_computed_from() -> N
     assert (same.patch, same.wait) == (None, None)
 
 
+def test_no_status_is_written_over_what_our_last_write_replaced() -> None:
+    """Until the watch brings our write back, the cache shows the LWS at the resourceVersion
+    it replaced: a status computed there is stale, and its write would lose (409) to our own.
+    """
+    result = status([group(0)])
+    replaced = StatusPacing().written(9.0, over="7")
+    behind = plan_status_write(
+        observed={}, resource_version="7", result=result, pacing=replaced, now=10.0
+    )
+    assert (behind.patch, behind.wait, behind.pacing.written_over) == (None, None, "7")
+    # The write came back (and someone changed the status since): written over the new one.
+    caught_up = plan_status_write(
+        observed={}, resource_version="8", result=result, pacing=behind.pacing, now=10.0
+    )
+    assert caught_up.patch == {"metadata": {"resourceVersion": "8"}, "status": result.status}
+    assert caught_up.pacing.written_over is None
+    # A write that changed nothing brings no watch event: nothing to wait for.
+    unchanged = StatusPacing().written(9.0, over=None)
+    assert plan_status_write(
+        observed={}, resource_version="7", result=result, pacing=unchanged, now=10.0
+    ).patch == {"metadata": {"resourceVersion": "7"}, "status": result.status}
+
+
 def test_counters_gone_to_zero_are_removed_and_counter_changes_wait() -> None:
     ready = status([group(0)])
     unready = status([group(0, ready=False)], old=ready.status["conditions"])
