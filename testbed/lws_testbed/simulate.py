@@ -198,15 +198,18 @@ async def _report(
     namespace: str,
     name: str,
     build: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    *,
+    kind: str = "strategic",
 ) -> dict[str, Any]:
-    """Read the pod, build its status and patch it (strategic merge, with the resourceVersion
-    precondition); on a conflict read it again and retry."""
+    """Read the pod, build its status and patch it (with the resourceVersion precondition);
+    on a conflict (kwok, a controller wrote the pod meanwhile) read it again and retry, as a
+    kubelet would."""
     path = resource_path("v1", "pods", namespace=namespace, name=name)
     for attempt in range(_CONFLICT_ATTEMPTS):
         pod = await kube.get(path)
         status = await build(pod)
         try:
-            return await _patch_status(kube, pod, status, kind="strategic")
+            return await _patch_status(kube, pod, status, kind=kind)
         except ApiError as e:
             if not e.conflict or attempt == _CONFLICT_ATTEMPTS - 1:
                 raise
@@ -251,8 +254,11 @@ async def restart_container(
 ) -> dict[str, Any]:
     """Report one container restart of a running pod (``terminated``: exit_code, reason,
     message, signal of the run that ended); returns the patched pod."""
-    pod = await kube.get(resource_path("v1", "pods", namespace=namespace, name=name))
-    return await _patch_status(kube, pod, restarted_status(pod, container, **terminated))
+
+    async def build(pod: dict[str, Any]) -> dict[str, Any]:
+        return restarted_status(pod, container, **terminated)
+
+    return await _report(kube, namespace, name, build, kind="merge")
 
 
 async def lose_node(kube: Kube, name: str) -> dict[str, Any]:
@@ -278,5 +284,8 @@ async def lose_node(kube: Kube, name: str) -> dict[str, Any]:
 
 async def fail_pod(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
     """Report that the pod failed (phase Failed); returns the patched pod."""
-    pod = await kube.get(resource_path("v1", "pods", namespace=namespace, name=name))
-    return await _patch_status(kube, pod, failed_status(pod))
+
+    async def build(pod: dict[str, Any]) -> dict[str, Any]:
+        return failed_status(pod)
+
+    return await _report(kube, namespace, name, build, kind="merge")

@@ -53,7 +53,7 @@ from tests.cluster.disaggregated.helpers import (
     ds_body,
     ds_path,
     role,
-    scaler_path,
+    set_scale,
     settled,
     wait_children,
 )
@@ -495,9 +495,7 @@ async def _runs_a_disaggregated_set(kube: Kube, ns: str) -> None:
     rev = compute_revision(created["spec"]["roles"])
     first = {f"rbac-ds-0-{rev}-prefill": 1, f"rbac-ds-0-{rev}-decode": 1}
     await wait_children(kube, ns, "rbac-ds", lambda o: settled(o, first), "created")
-    scale = await kube.get(scaler_path(ns, "rbac-ds-prefill", "scale"))
-    scale["spec"]["replicas"] = 2
-    await kube.replace(scaler_path(ns, "rbac-ds-prefill", "scale"), scale)
+    await set_scale(kube, ns, "rbac-ds-prefill", 2)
     scaled = {**first, f"rbac-ds-0-{rev}-prefill": 2}
     await wait_children(kube, ns, "rbac-ds", lambda o: settled(o, scaled), "scaled by /scale")
     roles = created["spec"]["roles"]

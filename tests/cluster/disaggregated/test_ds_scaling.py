@@ -22,6 +22,7 @@ from tests.cluster.disaggregated.helpers import (
     ds_path,
     role,
     scaler_path,
+    set_scale,
     settled,
     wait_children,
 )
@@ -40,13 +41,6 @@ async def wait_scaler(
         what=f"scaler {name}: {what}",
     )
     return objs[f"{ns}/{name}"]
-
-
-async def set_scale(kube: Kube, ns: str, name: str, replicas: int) -> None:
-    """As an HPA does: read /scale, write it back with the new replicas."""
-    scale = await kube.get(scaler_path(ns, name, "scale"))
-    scale["spec"]["replicas"] = replicas
-    await kube.replace(scaler_path(ns, name, "scale"), scale)
 
 
 async def test_an_external_role_follows_its_scaler(kube: Kube, lws_namespace: str) -> None:
