@@ -506,20 +506,16 @@ class _Pass:
     ) -> None:
         """Delete a group whole, the leader first (see :meth:`_recreate`)."""
         pods_path = resource_path("v1", "pods", namespace=self.ns)
-        # The worker StatefulSet first, in the foreground: it stays (and makes no pod) until
-        # its pods are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
-        # Its pods after it: deleted alongside, the StatefulSet controller could make one anew
-        # before it saw the deletion (a pod of the old incarnation, gone with it).
-        stages: list[list[tuple[str, Any, str]]] = []
+        # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
+        # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
+        rest = []
         if workers is not None:
-            stages.append([(self._path(STS, name_of(workers)), workers, "Foreground")])
-        stages.append(
-            [
-                (f"{pods_path}/{name_of(p)}", p, "Background")
-                for p in members
-                if p is not leader and not is_deleting(p)
-            ]
-        )
+            rest.append((self._path(STS, name_of(workers)), workers, "Foreground"))
+        rest += [
+            (f"{pods_path}/{name_of(p)}", p, "Background")
+            for p in members
+            if p is not leader and not is_deleting(p)
+        ]
 
         def delete(path: str, obj: Any, propagation: str) -> Awaitable[Any]:
             preconditions = {"uid": obj["metadata"]["uid"]}
@@ -527,21 +523,20 @@ class _Pass:
 
         await delete(f"{pods_path}/{name_of(leader)}", leader, "Background")
         self.r.cache.settle(self.key, settle)
-        for stage in stages:
-            results = await asyncio.gather(*(delete(*r) for r in stage), return_exceptions=True)
-            for (path, _, _), result in zip(stage, results, strict=True):
-                if isinstance(result, ApiError):
-                    log.warning(
-                        "%s/%s: deleting %s failed (%s); the garbage collector removes it "
-                        "with the old leader",
-                        self.ns,
-                        self.name,
-                        path.rsplit("/", 1)[-1],
-                        result.message,
-                        extra={"group": index},
-                    )
-                elif isinstance(result, BaseException):
-                    raise result
+        results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
+        for (path, _, _), result in zip(rest, results, strict=True):
+            if isinstance(result, ApiError):
+                log.warning(
+                    "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
+                    "the old leader",
+                    self.ns,
+                    self.name,
+                    path.rsplit("/", 1)[-1],
+                    result.message,
+                    extra={"group": index},
+                )
+            elif isinstance(result, BaseException):
+                raise result
 
     # ---- failure handling (issue 16): node health, budget, backoff, evidence, history --------
     def _history(self) -> History:
