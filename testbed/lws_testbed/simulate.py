@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
@@ -24,8 +24,9 @@ HOLD_READY_ANNOTATION = "lws-operator.local/hold-ready"
 # Pod IPs written by make_ready when the pod has none: outside kwok's own pool (10.0.0.0/16,
 # see local.py), so they never collide with an address kwok handed out.
 _POD_IP_PREFIX = "10.1"
-# Conflicts (the pod changed between read and patch) retried by make_ready and make_unready.
+# Conflicts (the object changed between read and write) retried by retry_conflicts.
 _CONFLICT_ATTEMPTS = 5
+T = TypeVar("T")
 
 
 def _now() -> str:
@@ -193,6 +194,18 @@ async def _patch_status(
     return await kube.patch(path, body, kind=kind)
 
 
+async def retry_conflicts(write: Callable[[], Awaitable[T]]) -> T:
+    """Run ``write`` (a read and a write with the resourceVersion read); on a conflict (kwok,
+    a controller wrote the object meanwhile) run it again, as a kubelet or an HPA would."""
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        try:
+            return await write()
+        except ApiError as e:
+            if not e.conflict or attempt == _CONFLICT_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 async def _report(
     kube: Kube,
     namespace: str,
@@ -201,19 +214,15 @@ async def _report(
     *,
     kind: str = "strategic",
 ) -> dict[str, Any]:
-    """Read the pod, build its status and patch it (with the resourceVersion precondition);
-    on a conflict (kwok, a controller wrote the pod meanwhile) read it again and retry, as a
-    kubelet would."""
+    """Read the pod, build its status and patch it (with the resourceVersion precondition),
+    again on a conflict."""
     path = resource_path("v1", "pods", namespace=namespace, name=name)
-    for attempt in range(_CONFLICT_ATTEMPTS):
+
+    async def write() -> dict[str, Any]:
         pod = await kube.get(path)
-        status = await build(pod)
-        try:
-            return await _patch_status(kube, pod, status, kind=kind)
-        except ApiError as e:
-            if not e.conflict or attempt == _CONFLICT_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+        return await _patch_status(kube, pod, await build(pod), kind=kind)
+
+    return await retry_conflicts(write)
 
 
 async def _host_ip(kube: Kube, node_name: str) -> str | None:

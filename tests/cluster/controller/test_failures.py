@@ -35,6 +35,7 @@ from lws_operator.kube.paths import resource_path
 from lws_operator.kubectl_lws import cmd_status
 from lws_operator.plan.backoff import Backoff, delay
 from lws_operator.plan.history import history_name
+from lws_operator.plan.meta import controller_of, is_controlled_by, is_deleting
 from lws_testbed.local import LocalCluster
 from lws_testbed.nodes import NodeShape, fake_nodes
 from lws_testbed.operator_process import OperatorProcess, start_operator
@@ -191,20 +192,25 @@ async def wait_group_running(
     leader owns (the old StatefulSet, until its foreground deletion ends, may make a pod of
     its own, which goes with it)."""
     sts_name = f"{name}-{group}"
+
+    def new_sts(o: dict[str, Any]) -> bool:
+        leader = controller_of(o)
+        return (
+            o["metadata"]["name"] == sts_name
+            and not is_deleting(o)
+            and leader is not None
+            and leader["uid"] not in not_uids
+        )
+
     found = await wait_for_objects(
         kube,
         resource_path("apps/v1", "statefulsets", namespace=ns),
-        lambda objs: any(
-            o["metadata"]["name"] == sts_name
-            and not o["metadata"].get("deletionTimestamp")
-            and not _owner_uids(o) & not_uids
-            for o in objs.values()
-        ),
+        lambda objs: any(new_sts(o) for o in objs.values()),
         timeout=60,
         what=f"worker StatefulSet {sts_name} of a new leader",
     )
-    (sts,) = [o for o in found.values() if o["metadata"]["name"] == sts_name]
-    leader, workers = _owner_uids(sts), {sts["metadata"]["uid"]}
+    (sts,) = [o for o in found.values() if new_sts(o)]
+    leader_uid, sts_uid = (controller_of(sts) or {})["uid"], sts["metadata"]["uid"]
 
     def ok(objs: Objects) -> bool:
         mine = [
@@ -215,17 +221,13 @@ async def wait_group_running(
         ]
         return len(mine) == size and all(
             p["metadata"]["uid"] not in not_uids
-            and (p["metadata"]["uid"] in leader or _owner_uids(p) & workers)
+            and (p["metadata"]["uid"] == leader_uid or is_controlled_by(p, sts_uid))
             and (p.get("status") or {}).get("phase") == "Running"
             and (p.get("status") or {}).get("containerStatuses")
             for p in mine
         )
 
     return await wait_pods(kube, ns, name, ok, f"group {group} running again, all pods new")
-
-
-def _owner_uids(obj: dict[str, Any]) -> set[str]:
-    return {r["uid"] for r in obj["metadata"].get("ownerReferences") or []}
 
 
 def group_uids(objs: Objects, group: int) -> set[str]:

@@ -7,9 +7,10 @@ from typing import Any
 
 from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
-from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.meta import labels_of
+from lws_testbed.simulate import retry_conflicts
 from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import container
 
@@ -65,19 +66,17 @@ def scaler_path(ns: str, name: str | None = None, sub: str | None = None) -> str
     return resource_path(c.API_VERSION, c.SCALER_PLURAL, namespace=ns, name=name, subresource=sub)
 
 
-async def set_scale(kube: Kube, ns: str, name: str, replicas: int, attempts: int = 5) -> None:
+async def set_scale(kube: Kube, ns: str, name: str, replicas: int) -> None:
     """As an HPA does: read /scale, write it back with the new replicas; a write lost to
-    another writer (the operator's status of the scaler) is read and written again, as the
-    HPA's next sync would."""
-    for attempt in range(attempts):
+    another writer (the operator's status of the scaler) is done again, as the HPA's next sync
+    would."""
+
+    async def write() -> None:
         scale = await kube.get(scaler_path(ns, name, "scale"))
         scale["spec"]["replicas"] = replicas
-        try:
-            await kube.replace(scaler_path(ns, name, "scale"), scale)
-            return
-        except ApiError as e:
-            if not e.conflict or attempt == attempts - 1:
-                raise
+        await kube.replace(scaler_path(ns, name, "scale"), scale)
+
+    await retry_conflicts(write)
 
 
 def children_path(ns: str) -> str:
