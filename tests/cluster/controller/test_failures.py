@@ -712,7 +712,7 @@ async def test_the_history_survives_a_takeover_with_least_privilege(
 ) -> None:
     """Two replicas with leader election and the deployed RBAC: the leader records a
     recreation and is SIGKILLed; the standby takes over and continues the same budget."""
-    from tests.cluster.deploy.helpers import wait_holder
+    from tests.cluster.deploy.helpers import denials, wait_holder
 
     suffix = secrets.token_hex(3)
     own = await least_privilege_kubeconfig(kube, kubeconfig, tmp_path / "op.kubeconfig", ns, suffix)
@@ -762,13 +762,7 @@ async def test_the_history_survives_a_takeover_with_least_privilege(
         await wait_failed(kube, ns, lws_name, "Failed after 2 recreations over two replicas")
         assert group_uids(await pods_now(kube, ns, lws_name), 0) == kept
         replicas["op-b"].check_alive()
-        forbidden = [
-            line
-            for line in replicas["op-b"].log.read_text(errors="replace").splitlines()
-            # A namespace being deleted refuses new Events with 403 too: not a missing right
-            # (an LWS of an earlier test, its namespace terminating, is still reconciled).
-            if ("403" in line or "Forbidden" in line) and "is being terminated" not in line
-        ]
+        forbidden = denials(replicas["op-b"].log.read_text(errors="replace"))
         assert not forbidden, forbidden[:5]
     finally:
         for op in replicas.values():

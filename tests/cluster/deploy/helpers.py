@@ -185,6 +185,17 @@ def has(samples: Samples, name: str) -> bool:
     return any(n == name for n, _ in samples)
 
 
+def denials(log: str) -> list[str]:
+    """The lines of an operator log that show a request refused for want of a right (403,
+    Forbidden). A namespace being deleted refuses new objects (Events of an earlier test's LWS
+    still reconciled) with 403 too: not a missing right."""
+    return [
+        line
+        for line in log.splitlines()
+        if (" 403" in line or "Forbidden" in line) and "is being terminated" not in line
+    ]
+
+
 async def wait_holder(kube: Kube, namespace: str, want: Any, *, timeout: float) -> str:
     """The Lease lws-operator's holderIdentity once ``want(holder)`` holds (watched)."""
     key = f"{namespace}/lws-operator"

@@ -97,6 +97,9 @@ class Watcher:
     releases: list[Releases] = field(default_factory=list)
     floor: int = 0
     _incarnations: dict[int, dict[str, str]] = field(default_factory=dict)
+    _released: set[str] = field(default_factory=set)
+    """Pods of released incarnations: one still there (a worker not yet deleting beside a new
+    leader) makes no new incarnation."""
     _task: asyncio.Task[None] | None = None
     _started: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -116,15 +119,18 @@ class Watcher:
                 surge = any(i >= self.replicas for i in ready)
                 went = tuple(incarnation[u] for u in gone)
                 self.releases.append(Releases(index, surge, available, went))
+                self._released |= set(incarnation)
                 del self._incarnations[index]
         for index in ready - set(self._incarnations):
             if index < self.replicas:
-                self._incarnations[index] = {
+                incarnation = {
                     p["metadata"]["uid"]: f"{p['metadata']['name']} on {p['spec'].get('nodeName')}"
                     for p in pods.values()
                     if (p["metadata"].get("labels") or {}).get(c.GROUP_INDEX_LABEL) == str(index)
                     and not is_deleting(p)
                 }
+                if not self._released & set(incarnation):
+                    self._incarnations[index] = incarnation
 
     async def _run(self) -> None:
         async with contextlib.aclosing(
