@@ -140,6 +140,18 @@ def settings() -> dict[str, Any]:
 @dataclass
 class Proc:
     pid: int
+    profile: Path | None = None
+    """Where a py-spy profile of the body's measured part goes (``--profile``), or None."""
+
+    @asynccontextmanager
+    async def profiled(self) -> AsyncIterator[None]:
+        """py-spy records the controller while the block runs, when asked to."""
+        spy = start_profiler(self.pid, self.profile) if self.profile else None
+        try:
+            yield
+        finally:
+            if spy is not None:
+                stop_profiler(spy)
 
     def stat(self) -> dict[str, float]:
         """CPU seconds (utime + stime, all threads) and peak/current RSS in MiB."""
@@ -489,19 +501,20 @@ async def storm(kube: Kube, proc: Proc, run: Run) -> None:
     before = proc.stat()
     t = clock.start()
     flips = 0
-    for tick in range(STORM_S[run.scenario]):
-        # The storm's pace (a load generator's clock, not a wait for state).
-        await asyncio.sleep(max(0.0, t[0] + tick - time.monotonic()))
-        batch = rng.sample(pods, per_tick)
-        await asyncio.gather(*(flip(n) for n in batch))
-        flips += len(batch)
-    rest = sorted(down)  # the last flip: every pod still unready is Ready again
-    await asyncio.gather(*(flip(n) for n in rest))
-    flips += len(rest)
-    last = time.monotonic()
-    run.metrics["storm_s"] = round(last - t[0], 3)  # longer than asked: flips fell behind
-    await wait_fleet_available(kube, names, groups)
-    run.metrics["lag_s"] = round(time.monotonic() - last, 3)
+    async with proc.profiled():
+        for tick in range(STORM_S[run.scenario]):
+            # The storm's pace (a load generator's clock, not a wait for state).
+            await asyncio.sleep(max(0.0, t[0] + tick - time.monotonic()))
+            batch = rng.sample(pods, per_tick)
+            await asyncio.gather(*(flip(n) for n in batch))
+            flips += len(batch)
+        rest = sorted(down)  # the last flip: every pod still unready is Ready again
+        await asyncio.gather(*(flip(n) for n in rest))
+        flips += len(rest)
+        last = time.monotonic()
+        run.metrics["storm_s"] = round(last - t[0], 3)  # longer than asked: flips fell behind
+        await wait_fleet_available(kube, names, groups)
+        run.metrics["lag_s"] = round(time.monotonic() - last, 3)
     after = proc.stat()
     run.metrics["flips"] = flips
     run.metrics["cpu_s"] = round(after["cpu_s"] - before["cpu_s"], 2)
@@ -675,12 +688,13 @@ async def drive(
         # let each finish its start-up before the first measured action.
         await asyncio.sleep(WARMUP)
         start = proc.stat()
-        spy = start_profiler(proc.pid, profile) if profile else None
-        try:
-            await BODIES[run.scenario](kube, proc, run)
-        finally:
-            if spy is not None:
-                stop_profiler(spy)
+        body = BODIES[run.scenario]
+        if body is storm:  # profiled over the storm only, not the fleet's creation
+            proc.profile = profile
+            await body(kube, proc, run)
+        else:
+            async with Proc(proc.pid, profile).profiled():
+                await body(kube, proc, run)
         end = proc.stat()
         run.metrics.setdefault("cpu_s", round(end["cpu_s"] - start["cpu_s"], 2))
         run.metrics.setdefault("peak_rss_mib", round(end["hwm_mib"], 1))
@@ -1049,7 +1063,7 @@ def summarise() -> str:
         "verb and resource: `compare-<scenario>.json`.",
         "",
     ]
-    profiles = sorted(RESULTS.glob("profile-P*.txt"))
+    profiles = sorted(RESULTS.glob("profile-*.txt"))
     if profiles:
         links = ", ".join(f"[{p.name}]({p.name})" for p in profiles)
         md += [f"py-spy profiles of ours (`--profile`, one run each): {links}.", ""]
