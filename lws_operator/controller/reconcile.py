@@ -333,8 +333,12 @@ class _Pass:
         recreated = await self._failures(groups, size, recreations.groups)
         recreated |= {x.group.index for x in moved.release}
         for group in groups:
-            if group.index not in recreated:
-                await self._workers(group)
+            if group.index in recreated:
+                continue
+            plan = self._plan_workers(group)
+            self._again(plan.retry)
+            if plan.acts:  # at rest no group's plan acts: no coroutine per group and pass
+                await self._workers(plan)
         await self._release_stuck_pods()
         done = await self._status(leader_sts, groups, choice.key, size)
         if done:
@@ -368,8 +372,8 @@ class _Pass:
             self.specs[key] = None if revision is None else self._spec_at(dict(revision))
         return self.specs[key]
 
-    async def _workers(self, group: Group) -> None:
-        plan = plan_workers(
+    def _plan_workers(self, group: Group) -> WorkerPlan:
+        return plan_workers(
             self.lws,
             group,
             spec=self._revision_spec(group) if group.leader is not None else None,
@@ -379,7 +383,8 @@ class _Pass:
             nodes=self.obs.nodes,
             gang_provider=self.r.gang_provider,
         )
-        self._again(plan.retry)
+
+    async def _workers(self, plan: WorkerPlan) -> None:
         for event in plan.events:
             await self._post(event)
         if plan.service is not None:

@@ -60,6 +60,12 @@ class WorkerPlan:
     """Look again after this many seconds (something no watch reports)."""
 
     @property
+    def acts(self) -> bool:
+        """Whether there is anything to create, delete or report."""
+        made = (self.service, self.pod_group, self.delete_stale, self.workers)
+        return bool(self.events) or any(x is not None for x in made)
+
+    @property
     def created(self) -> Event:
         return normal(
             GROUPS_PROGRESSING, CREATE, f"Created worker statefulset for leader pod {self._leader}"

@@ -53,6 +53,7 @@ def plan(model: LeaderWorkerSet, group: Group, **kw: Any) -> Any:
 def test_the_worker_statefulset_is_created_from_the_leaders_revision() -> None:
     out = plan(lws(), Group(0, leader()))
     assert out.workers is not None and out.workers["metadata"]["name"] == "demo-0"
+    assert out.acts
     assert out.created.note == "Created worker statefulset for leader pod demo-0"
     assert (
         out.failed.failed("x").note
@@ -65,6 +66,13 @@ def test_nothing_for_a_missing_or_deleting_leader_and_wait_for_its_revision() ->
     assert plan(lws(), Group(0, leader(deleting=True))).workers is None
     pending = plan(lws(), Group(0, leader()), spec=None)
     assert pending.workers is None and pending.retry == 1.0
+    assert not pending.acts  # only a look again later: the pass skips the group
+
+
+def test_a_group_with_its_workers_needs_nothing() -> None:
+    workers = {"metadata": {"name": "demo-0", "uid": "w"}}
+    out = plan(lws(), Group(0, leader(), workers=workers))
+    assert out == type(out)() and not out.acts
 
 
 def test_leader_ready_waits_for_the_leader() -> None:
@@ -83,10 +91,11 @@ def test_a_previous_incarnations_statefulset_is_deleted_first_a_foreign_one_repo
         }
     }
     out = plan(lws(), Group(0, leader()), statefulsets={"demo-0": stale})
-    assert out.delete_stale is stale and out.workers is None
+    assert out.delete_stale is stale and out.workers is None and out.acts
     foreign = {"metadata": {"name": "demo-0", "uid": "f"}}
     out = plan(lws(), Group(0, leader()), statefulsets={"demo-0": foreign})
     assert out.delete_stale is None and out.workers is None and out.retry == 15.0
+    assert out.acts  # its warning
     assert "not owned by leader pod demo-0" in out.events[0].note
     assert is_foreign_workers(foreign) and not is_foreign_workers(stale)
 
@@ -117,6 +126,8 @@ def test_unique_per_replica_gets_its_service_and_gangs_their_pod_group() -> None
         podgroups={"demo-0-k": {}},
     )
     assert done.service is None and done.pod_group is None and done.workers is not None
+    only_service = plan(model, Group(0, leader(), workers={"metadata": {"name": "demo-0"}}))
+    assert only_service.service is not None and only_service.acts
 
 
 def test_a_leader_asking_for_tpus_tells_its_workers() -> None:
