@@ -180,6 +180,8 @@ class Observed:
     # Gang PodGroups (metadata only); watched only with a gang provider.
     podgroups: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     nodes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    healthy_nodes: frozenset[str] = frozenset()
+    """The nodes known healthy (plan/nodehealth.py); others are judged from ``nodes``."""
     lost: tuple[Lost, ...] = field(default_factory=tuple)
     """Worker pods seen deleted and not decided on yet (plan/restart.py)."""
     groups: list[Group] = field(default_factory=list)
@@ -212,6 +214,9 @@ class Cache:
         self._groups: dict[Key, _Groups] = {}
         self._terminating: dict[Key, set[str]] = {}
         self._node_states: dict[str, str | None] = {}
+        self._healthy: frozenset[str] = frozenset()
+        """The nodes whose state is healthy (``node_state`` None): what a pass at rest needs
+        to know of the nodes, kept from their events instead of judged per pass."""
 
     def changed(self, store: str, kind: str, key: Key, body: Mapping[str, Any]) -> None:
         """An informer's event: remember a deleted worker pod, keep the terminating pods, and
@@ -248,6 +253,8 @@ class Cache:
             self._node_states.pop(name, None)
         else:
             self._node_states[name] = state
+        if (state is None) != (name in self._healthy):
+            self._healthy = self._healthy ^ {name}  # a new set: observations keep theirs
         if (known and before == state) or (not known and state is None):
             return []
         return [
@@ -336,6 +343,7 @@ class Cache:
             revisions=self._get("lws_revisions", key),
             podgroups=self._get("lws_podgroups", key),
             nodes=self.nodes(),
+            healthy_nodes=self._healthy,
             lost=tuple(self._lost.get(key, {}).values()),
             groups=self._observe_groups(key, statefulsets, pods),
             terminating=tuple(

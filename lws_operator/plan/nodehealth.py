@@ -10,6 +10,7 @@ there is force-deleted only as compatibility C10 says (plan/restart.py ``stuck_p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,11 +73,15 @@ class NodeProblem:
         )
 
 
-def node_problems(groups: Sequence[Group], nodes: Mapping[str, Obj]) -> list[NodeProblem]:
-    """Each member pod, of every group, bound to a node that is not healthy. Each node is
+def node_problems(
+    groups: Sequence[Group], nodes: Mapping[str, Obj], healthy: AbstractSet[str] = frozenset()
+) -> list[NodeProblem]:
+    """Each member pod, of every group, bound to a node that is not healthy. ``healthy`` are
+    nodes known healthy (the cache keeps them from node events): a group on those alone is
+    passed with one set comparison, so a pass at rest judges no node. Each other node is
     judged once, and only the members of a group with a node not healthy are looked at."""
     states: dict[str, str | None] = {}
-    healthy: dict[frozenset[str], bool] = {}  # groups share their nodes
+    judged: dict[frozenset[str], bool] = {}  # groups share their nodes
 
     def state_of(name: str) -> str | None:
         if name not in states:
@@ -85,8 +90,10 @@ def node_problems(groups: Sequence[Group], nodes: Mapping[str, Obj]) -> list[Nod
 
     out = []
     for group in groups:
-        if (ok := healthy.get(group.nodes)) is None:
-            ok = healthy[group.nodes] = all(state_of(name) is None for name in group.nodes)
+        if group.nodes <= healthy:
+            continue
+        if (ok := judged.get(group.nodes)) is None:
+            ok = judged[group.nodes] = all(state_of(name) is None for name in group.nodes)
         if ok:
             continue
         for pod in group.members:

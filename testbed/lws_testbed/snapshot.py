@@ -37,5 +37,9 @@ async def cache_of(
         api = f"{group}/{version}" if group else version
         path = resource_path(api, plural, namespace=namespace)
         await listed(store, Informer(kube, path, projection, lambda *_: None))
-    await listed("nodes", node_informer(kube))
+
+    def node_changed(kind: str, _key: Key, node: Any) -> None:
+        cache.node_changed(kind, node)  # the cache's node health, as the operator's (no wake)
+
+    await listed("nodes", node_informer(kube, node_changed))
     return cache

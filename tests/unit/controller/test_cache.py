@@ -147,9 +147,17 @@ def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
             "status": {"conditions": [{"type": "Ready", "status": ready}]},
         }
 
+    def healthy() -> frozenset[str]:
+        return cache.observe(("a", "x")).healthy_nodes
+
     assert cache.node_changed("ADDED", node("True")) == [], "a healthy node seen first: nothing"
+    assert healthy() == {"n1"}
     assert cache.node_changed("MODIFIED", node("True")) == [], "a heartbeat: nothing"
+    kept = healthy()
     assert cache.node_changed("MODIFIED", node("Unknown")) == [("a", "x")]
+    assert healthy() == set() and kept == {"n1"}, "an observation keeps its own set"
     assert cache.node_changed("MODIFIED", node("Unknown")) == [], "no change"
     assert cache.node_changed("MODIFIED", node("True")) == [("a", "x")], "healthy again"
+    assert healthy() == {"n1"}
     assert cache.node_changed("DELETED", node("True")) == [("a", "x")], "gone"
+    assert healthy() == set()

@@ -67,8 +67,8 @@ NODES = {"good": node(), "good2": node(), "bad": node("False"), "out": node("Tru
     )
 )
 def test_node_problems_are_every_member_on_a_node_not_healthy(placements: Any) -> None:
-    """Judging each node and each set of nodes once (groups share them) finds what judging
-    every member pod finds."""
+    """Judging each node and each set of nodes once (groups share them), and passing groups
+    on nodes known healthy unjudged, finds what judging every member pod finds."""
     groups = []
     for i, nodes in enumerate(placements):
         pods = [
@@ -84,6 +84,10 @@ def test_node_problems_are_every_member_on_a_node_not_healthy(placements: Any) -
     ]
     found = [(x.group, x.pod, x.node, x.state) for x in node_problems(groups, NODES)]
     assert found == plain
+    # The cache's healthy nodes (good, good2) pass their groups unjudged: the same problems.
+    healthy = frozenset(n for n, body in NODES.items() if node_state(body) is None)
+    fast = node_problems(groups, NODES, healthy)
+    assert [(x.group, x.pod, x.node, x.state) for x in fast] == plain
 
 
 def status(failed: tuple[int, ...], old: list[dict[str, Any]] | None = None) -> dict[str, Any]:
