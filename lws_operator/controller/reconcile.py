@@ -61,7 +61,7 @@ from lws_operator.plan.history import (
     parse_history,
     plan_write,
 )
-from lws_operator.plan.leader import foreign_leader, plan_leader
+from lws_operator.plan.leader import LeaderStep, foreign_leader, plan_leader
 from lws_operator.plan.meta import is_deleting, name_of
 from lws_operator.plan.nodehealth import NodeProblem, node_problems
 from lws_operator.plan.restart import Recreate, plan_recreations, stuck_pods
@@ -125,6 +125,8 @@ class Memory:
     reported: set[tuple[str, ...]] = field(default_factory=set)
     """Warnings already reported, by what they are about (one each): node problems, invalid
     requests and budgets, claims a revision cannot apply, a history ConfigMap not ours."""
+    leader: tuple[tuple[Any, ...], LeaderStep] | None = None
+    """The last leader StatefulSet step, by what it was planned from (``_leader_step``)."""
     results: _Memo = field(default_factory=_Memo)
     """Pure results derived from its revisions and history (validated revision specs), kept
     while it exists: in one memo for every LWS they outlived their LWS."""
@@ -279,13 +281,7 @@ class _Pass:
         )
         moved = await self._moves(leader_sts, moves, rollout, choice.changed)
         rollout = moved.rollout
-        step = plan_leader(
-            lws,
-            current=leader_sts,
-            key=choice.key,
-            rollout=rollout,
-            revision_changed=choice.changed,
-        )
+        step = self._leader_step(leader_sts, choice, rollout)
         if step.claims_warning is not None:
             await self._report_once(("claims", choice.key), step.claims_warning)
         if step.apply is not None:
@@ -345,6 +341,30 @@ class _Pass:
             for name in rev.revisions_to_delete(obs.revisions, key=choice.key, lws_uid=self.uid):
                 await self.kube.delete(self._path("controllerrevisions", name))
         return self.retry
+
+    def _leader_step(
+        self, leader_sts: Any, choice: rev.RevisionChoice, rollout: RolloutPlan
+    ) -> LeaderStep:
+        """plan_leader, pure in inputs the resourceVersions identify: the last step is kept,
+        as a pod event leaves the leader StatefulSet as it was (its comparison with what was
+        applied is most of a pass at rest)."""
+        key = (
+            *_version(self.body),
+            *_version(leader_sts or {}),
+            choice.key,
+            choice.changed,
+            rollout,
+        )
+        if self.memory.leader is None or self.memory.leader[0] != key:
+            step = plan_leader(
+                self.lws,
+                current=leader_sts,
+                key=choice.key,
+                rollout=rollout,
+                revision_changed=choice.changed,
+            )
+            self.memory.leader = (key, step)
+        return self.memory.leader[1]
 
     def _service_path(self) -> str:
         return resource_path("v1", "services", namespace=self.ns)
@@ -576,7 +596,7 @@ class _Pass:
         template = self.lws.spec.leader_worker_template
         limits, now = self.r.history_limits, datetime.datetime.now(datetime.UTC)
         history = self._history()
-        problems = node_problems(groups, self.obs.nodes)
+        problems = node_problems(groups, self.obs.nodes, self.obs.healthy_nodes)
         for problem in problems:
             await self._report_once(
                 ("node", problem.pod_uid, problem.node, problem.state), problem.event

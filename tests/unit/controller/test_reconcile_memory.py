@@ -52,3 +52,43 @@ async def test_memory_of_an_lws_is_kept_while_it_exists_and_dropped_with_it() ->
     store.clear()  # deleted
     assert await r(("ns", "bad")) is None
     assert ("ns", "bad") not in r.memory and ("ns", "other") in r.memory
+
+
+def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_changes(
+    monkeypatch: Any,
+) -> None:
+    """A pod event leaves the LWS and its leader StatefulSet as they were: their comparison
+    (plan_leader) is not redone; any change of the LWS, the StatefulSet (by resourceVersion),
+    the revision or the rollout step plans it again."""
+    from lws_operator.api.models import LeaderWorkerSet
+    from lws_operator.controller import reconcile
+    from lws_operator.controller.cache import Observed
+    from lws_operator.plan.revision import RevisionChoice
+    from lws_operator.plan.rollout import RolloutPlan
+    from tests.unit.api.lws_testdata import base_object
+
+    planned: list[tuple[Any, ...]] = []
+
+    def plan_leader(lws: Any, **kw: Any) -> Any:
+        planned.append((lws.metadata["resourceVersion"], kw["current"], kw["key"]))
+        return object()
+
+    monkeypatch.setattr(reconcile, "plan_leader", plan_leader)
+    body = base_object("demo")
+    body["metadata"].update(namespace="ns", uid="u", resourceVersion="1")
+    lws = LeaderWorkerSet.model_validate(body)
+    memory = Memory()
+    r = Reconciler(cast(Kube, None), Cache(), cast(EventRecorder, _Events()))
+
+    def step(rv: str, sts_rv: str, key: str = "k", replicas: int = 2) -> object:
+        meta = {**body["metadata"], "resourceVersion": rv}
+        p = reconcile._Pass(r, ("ns", "demo"), lws, Observed({**body, "metadata": meta}), memory)
+        sts = {"metadata": {"uid": "s", "resourceVersion": sts_rv}}
+        return p._leader_step(sts, RevisionChoice(key, False), RolloutPlan(0, replicas, 1))
+
+    first = step("1", "10")
+    assert step("1", "10") is first and len(planned) == 1
+    for changed in (step("2", "10"), step("2", "11"), step("2", "11", key="k2")):
+        assert changed is not first
+    step("2", "11", key="k2", replicas=3)
+    assert len(planned) == 5
