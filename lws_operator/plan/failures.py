@@ -39,7 +39,7 @@ from lws_operator.plan.history import (
     log_key,
     parse_time,
 )
-from lws_operator.plan.meta import is_deleting, name_of, uid_of
+from lws_operator.plan.meta import name_of, uid_of
 from lws_operator.plan.restart import Recreate
 
 # Event reasons (ours; upstream has no such events).
@@ -139,7 +139,7 @@ def requested(request: Request | None, groups: Sequence[Group]) -> tuple[Recreat
     out = []
     for i in request.groups:
         group = by_index.get(i)
-        if group is None or group.leader is None or is_deleting(group.leader):
+        if group is None or group.leader is None or not group.leader_live:
             continue
         out.append(
             Recreate(
@@ -178,7 +178,7 @@ def gate(
             continue  # nothing recorded and nothing to decide
         h = history.group(group.index)
         leader = group.leader
-        if leader is None or is_deleting(leader) or group.index in asked:
+        if leader is None or not group.leader_live or group.index in asked:
             continue
         leader_uid = uid_of(leader)
         if h.failed_leader and leader_uid != h.failed_leader:

@@ -48,6 +48,11 @@ class Group:
         return () if self.leader is None else (self.leader, *self.worker_pods)
 
     @cached_property
+    def leader_live(self) -> bool:
+        """Its leader exists and is not being deleted (else its recreation is under way)."""
+        return self.leader is not None and not is_deleting(self.leader)
+
+    @cached_property
     def leader_ready(self) -> bool:
         return self.leader is not None and pod_ready(self.leader)
 

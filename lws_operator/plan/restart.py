@@ -28,7 +28,7 @@ from lws_operator.api.models import RestartPolicy
 from lws_operator.plan import names
 from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warning
 from lws_operator.plan.groups import Group, Obj, failure
-from lws_operator.plan.meta import controller_of, is_deleting, labels_of, name_of, uid_of
+from lws_operator.plan.meta import controller_of, labels_of, name_of, uid_of
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
 # has lost its kubelet: nothing will ever finish deleting it (upstream #508).
@@ -160,7 +160,7 @@ def plan_recreations(
             current = [r for r in records if r.owner_uid == uid_of(group.workers)]
             dropped.update(r.uid for r in records if r not in current)
         leader = group.leader
-        if leader is None or is_deleting(leader):
+        if leader is None or not group.leader_live:
             dropped.update(r.uid for r in current)  # its recreation is under way
             continue
         found = group.broken_by

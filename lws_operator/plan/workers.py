@@ -62,8 +62,13 @@ class WorkerPlan:
     @property
     def acts(self) -> bool:
         """Whether there is anything to create, delete or report."""
-        made = (self.service, self.pod_group, self.delete_stale, self.workers)
-        return bool(self.events) or any(x is not None for x in made)
+        return self is not NOTHING and (
+            bool(self.events)
+            or self.service is not None
+            or self.pod_group is not None
+            or self.delete_stale is not None
+            or self.workers is not None
+        )
 
     @property
     def created(self) -> Event:
@@ -83,6 +88,10 @@ class WorkerPlan:
     @property
     def _leader(self) -> str:
         return str((self.workers or {}).get("metadata", {}).get("name", ""))
+
+
+NOTHING = WorkerPlan()
+"""The plan of a group that needs nothing (most groups on most passes: one object)."""
 
 
 def foreign_workers(leader_name: str) -> Event:
@@ -114,11 +123,11 @@ def plan_workers(
 ) -> WorkerPlan:
     """``spec`` is the LWS spec at the revision the leader carries (None while that revision
     is not observed yet)."""
-    if group.leader is None or is_deleting(group.leader):
-        return WorkerPlan()
-    leader = dict(group.leader)
+    if not group.leader_live:
+        return NOTHING
     if spec is None:
         return WorkerPlan(retry=REVISION_PENDING_RETRY)
+    leader = dict(group.leader or {})
     leader_name = name_of(leader)
     service = None
     if (
@@ -134,7 +143,7 @@ def plan_workers(
             note = f"PodGroup {gang.pod_group_name(lws.name, leader)}: {e}"
             return WorkerPlan(service, events=(warning(FAILED_CREATE, CREATE, note),))
     if spec.leader_worker_template.size == 1 or group.workers is not None:
-        return WorkerPlan(service, pod_group)
+        return NOTHING if service is None and pod_group is None else WorkerPlan(service, pod_group)
     stale = statefulsets.get(names.worker_statefulset_name(leader_name))
     if stale is not None and is_controlled_by(stale, str(leader["metadata"].get("uid", ""))):
         return WorkerPlan(service, pod_group)  # this leader's, not observed as its group yet

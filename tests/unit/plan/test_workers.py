@@ -63,6 +63,8 @@ def test_the_worker_statefulset_is_created_from_the_leaders_revision() -> None:
 
 def test_nothing_for_a_missing_or_deleting_leader_and_wait_for_its_revision() -> None:
     assert plan(lws(), Group(0, None)) == type(plan(lws(), Group(0, None)))()
+    assert not Group(0, None).leader_live and not Group(0, leader(deleting=True)).leader_live
+    assert Group(0, leader()).leader_live
     assert plan(lws(), Group(0, leader(deleting=True))).workers is None
     pending = plan(lws(), Group(0, leader()), spec=None)
     assert pending.workers is None and pending.retry == 1.0
