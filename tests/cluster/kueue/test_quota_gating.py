@@ -323,6 +323,11 @@ async def test_kueue_ungates_an_old_revision_leader_remade_mid_rollout(
             "group 1 updated, group 0 kept below the partition",
         )
         wl = (await wait_workloads(kube, namespace, uid, lambda w: 0 in w, "group 0's"))[0]
+        # No quota left for group 0 once it is evicted (group 1 keeps what it was admitted
+        # with): Kueue could otherwise admit group 0 again before its rule ungates the remade
+        # leader, and the ungating counted as admitted (DID NOT RAISE: a clean-clone CI run
+        # and 1 of 3 local runs).
+        await set_gpu_quota(kube, gpu_queues, GROUP_GPUS)
         await set_workload_active(kube, wl, False)
         old = {
             p["metadata"]["uid"]
