@@ -20,7 +20,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import labels_of
+from lws_operator.plan.meta import labels_of
 from lws_testbed import kueue
 from tests.cluster.kueue.helpers import admitted, gated, is_true, owned_by, workload_index
 
@@ -37,13 +37,23 @@ class Recording:
     pods: dict[str, list[Version]] = field(default_factory=dict)  # by uid
     workloads: dict[str, list[Version]] = field(default_factory=dict)  # by uid
     statefulsets: dict[str, list[Version]] = field(default_factory=dict)  # by name
+    added: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     def add(self, what: str, kind: str, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
-        rv = int(meta["resourceVersion"])
         store = getattr(self, what)
-        key = meta["name"] if what == "statefulsets" else meta["uid"]
-        store.setdefault(key, []).append(Version(rv, kind, obj))
+        version = Version(int(meta["resourceVersion"]), kind, obj)
+        store.setdefault(_key(what, meta), []).append(version)
+
+    def holds(self, what: str, obj: dict[str, Any]) -> bool:
+        """Whether this version of ``obj`` is recorded."""
+        meta = obj["metadata"]
+        rv = int(meta["resourceVersion"])
+        return any(v.rv == rv for v in getattr(self, what).get(_key(what, meta), ()))
+
+
+def _key(what: str, meta: dict[str, Any]) -> str:
+    return str(meta["name"] if what == "statefulsets" else meta["uid"])
 
 
 async def _follow(kube: Kube, path: str, what: str, rec: Recording, started: asyncio.Event) -> None:
@@ -57,7 +67,9 @@ async def _follow(kube: Kube, path: str, what: str, rec: Recording, started: asy
             async for kind, obj in kube.watch(path, resource_version=rv, timeout_seconds=60):
                 rv = obj["metadata"].get("resourceVersion", rv)
                 if kind != "BOOKMARK":
-                    rec.add(what, kind, obj)
+                    async with rec.added:
+                        rec.add(what, kind, obj)
+                        rec.added.notify_all()
         except ApiError as e:
             if e.gone:  # our resourceVersion was compacted: versions in between are lost
                 raise AssertionError(f"the {what} watch expired (410): recording incomplete") from e
@@ -81,6 +93,7 @@ async def recording(kube: Kube, namespace: str) -> AsyncIterator[Recording]:
     await asyncio.wait([asyncio.ensure_future(e.wait()) for e in events.values()])
     try:
         yield rec
+        await _catch_up(kube, paths, rec)
     except BaseException:
         print(f"--- the last versions recorded in {namespace}:\n{timeline(rec, 2**62, 60)}")
         raise
@@ -91,6 +104,36 @@ async def recording(kube: Kube, namespace: str) -> AsyncIterator[Recording]:
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                 raise result
+
+
+async def _catch_up(kube: Kube, paths: dict[str, str], rec: Recording, timeout: float = 30) -> None:
+    """Wait until the watches have recorded every object's current version and the deletion
+    of every other: the block's own waits see changes through watches of their own, which can
+    be ahead of these (a check made at once could miss the change the block waited for)."""
+    current = [(what, o) for what, path in paths.items() for o in (await kube.list(path))["items"]]
+    listed = {(what, _key(what, o["metadata"])) for what, o in current}
+
+    def missing() -> list[str]:
+        versions = [
+            f"{what} {o['metadata']['name']}@{o['metadata']['resourceVersion']}"
+            for what, o in current
+            if not rec.holds(what, o)
+        ]
+        deletions = [
+            f"{what} {key} deleted"
+            for what in paths
+            for key, vs in getattr(rec, what).items()
+            if (what, key) not in listed and vs[-1].kind != "DELETED"
+        ]
+        return versions + deletions
+
+    async with rec.added:
+        try:
+            await asyncio.wait_for(rec.added.wait_for(lambda: not missing()), timeout)
+        except TimeoutError:
+            late = missing()
+            note = f"the recording did not catch up within {timeout}s: {late}"
+            raise AssertionError(note) from None
 
 
 @dataclass(frozen=True)
