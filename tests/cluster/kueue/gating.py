@@ -107,25 +107,17 @@ async def recording(kube: Kube, namespace: str) -> AsyncIterator[Recording]:
 
 
 async def _catch_up(kube: Kube, paths: dict[str, str], rec: Recording, timeout: float = 30) -> None:
-    """Wait until the watches have recorded every object's current version and the deletion
-    of every other: the block's own waits see changes through watches of their own, which can
-    be ahead of these (a check made at once could miss the change the block waited for)."""
+    """Wait until the watches have recorded every object's current version: the block's own
+    waits see changes through watches of their own, which can be ahead of these (a check made
+    at once could miss the change the block waited for)."""
     current = [(what, o) for what, path in paths.items() for o in (await kube.list(path))["items"]]
-    listed = {(what, _key(what, o["metadata"])) for what, o in current}
 
     def missing() -> list[str]:
-        versions = [
+        return [
             f"{what} {o['metadata']['name']}@{o['metadata']['resourceVersion']}"
             for what, o in current
             if not rec.holds(what, o)
         ]
-        deletions = [
-            f"{what} {key} deleted"
-            for what in paths
-            for key, vs in getattr(rec, what).items()
-            if (what, key) not in listed and vs[-1].kind != "DELETED"
-        ]
-        return versions + deletions
 
     async with rec.added:
         try:
