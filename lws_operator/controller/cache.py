@@ -10,14 +10,14 @@ memory with thousands of pods; leader StatefulSets and revisions are kept whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.controller.informer import DELETED, Informer, Key
-from lws_operator.plan.groups import Group, observe_group
+from lws_operator.plan.groups import Group, GroupTable, observe_group
 from lws_operator.plan.history import MESSAGE_MAX, history_name
 from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
 from lws_operator.plan.nodehealth import UNHEALTHY_TAINTS, node_state
@@ -25,6 +25,9 @@ from lws_operator.plan.restart import Lost
 
 # All nodes are kept under this one key.
 NODES: Key = ("", "")
+# The stores of objects the groups' worker plans read besides their groups: Services,
+# revisions, PodGroups (plan/workers.py). Their events are counted (``Observed.shared``).
+SHARED_STORES = frozenset({"lws_services", "lws_revisions", "lws_podgroups"})
 
 
 def _meta(meta: Mapping[str, Any], *, annotations: bool = True) -> dict[str, Any]:
@@ -184,8 +187,13 @@ class Observed:
     """The nodes known healthy (plan/nodehealth.py); others are judged from ``nodes``."""
     lost: tuple[Lost, ...] = field(default_factory=tuple)
     """Worker pods seen deleted and not decided on yet (plan/restart.py)."""
-    groups: list[Group] = field(default_factory=list)
-    """The groups of the leader StatefulSet, by index (plan/groups.py)."""
+    groups: Sequence[Group] = field(default_factory=list)
+    """The groups of the leader StatefulSet, by index (plan/groups.py): the cache's table,
+    which it changes only when it observes the LWS again (one reconcile at a time)."""
+    fresh: frozenset[int] = frozenset()
+    """The indices of the groups observed anew since the LWS was last observed."""
+    shared: int = 0
+    """The count of events of its objects in ``SHARED_STORES``: unchanged, so are they."""
     terminating: tuple[dict[str, Any], ...] = ()
     """The pods with a deletionTimestamp."""
     history: dict[str, Any] | None = None
@@ -199,7 +207,10 @@ class _Groups:
     one group, not every pod of the LWS."""
 
     leader_uid: str | None
-    groups: dict[int, Group] = field(default_factory=dict)
+    table: GroupTable = field(default_factory=GroupTable)
+    stale: set[int] = field(default_factory=set)
+    everything: bool = False
+    """Every group is to be observed again (an object without a group label changed)."""
 
 
 class Cache:
@@ -213,6 +224,8 @@ class Cache:
         self._lost: dict[Key, dict[str, Lost]] = {}
         self._groups: dict[Key, _Groups] = {}
         self._terminating: dict[Key, set[str]] = {}
+        self._shared: dict[Key, int] = {}
+        """Per LWS, a count of the events of its objects in ``SHARED_STORES``."""
         self._node_states: dict[str, str | None] = {}
         self._healthy: frozenset[str] = frozenset()
         """The nodes whose state is healthy (``node_state`` None): what a pass at rest needs
@@ -230,6 +243,9 @@ class Cache:
                 terminating.discard(name)
             if kind == DELETED and (lost := Lost.of(body)) is not None:
                 self._lost.setdefault(key, {})[lost.uid] = lost
+        elif store in SHARED_STORES:
+            self._shared[key] = self._shared.get(key, 0) + 1
+            return
         elif store != "lws_statefulsets" or name_of(body) == key[1]:
             return  # a leader StatefulSet's own changes alter no group (its uid is checked)
         index = labels_of(body).get(c.GROUP_INDEX_LABEL, "")
@@ -237,9 +253,9 @@ class Cache:
         if memo is None:
             return
         if index.isdigit():
-            memo.groups.pop(int(index), None)
+            memo.stale.add(int(index))
         else:
-            memo.groups.clear()  # no group label (not through our webhook): observe all again
+            memo.everything = True  # no group label (not through our webhook): observe all
 
     def node_changed(self, kind: str, node: Mapping[str, Any]) -> list[Key]:
         """The LWSs with a pod on ``node``, when its health changed (plan/nodehealth.py): a
@@ -266,25 +282,31 @@ class Cache:
 
     def _observe_groups(
         self, key: Key, statefulsets: Mapping[str, dict[str, Any]], pods: Mapping[str, Any]
-    ) -> list[Group]:
+    ) -> tuple[GroupTable, frozenset[int]]:
+        """The groups, and the indices of those observed anew (changed since last time)."""
         leader_sts = statefulsets.get(key[1])
         leader_uid = uid_of(leader_sts) if leader_sts is not None else None
         memo = self._groups.get(key)
         if memo is None or memo.leader_uid != leader_uid:
             memo = self._groups[key] = _Groups(leader_uid)
-        out = []
-        for index in range(statefulset_replicas(leader_sts)):
-            group = memo.groups.get(index)
-            if group is None:
-                group = memo.groups[index] = observe_group(
+        table, count = memo.table, statefulset_replicas(leader_sts)
+        table.truncate(count)
+        kept = range(len(table))
+        again = kept if memo.everything else sorted(i for i in memo.stale if i < len(table))
+        memo.stale.clear()
+        memo.everything = False
+        fresh = [*again, *range(len(table), count)]
+        for index in fresh:
+            table.put(
+                observe_group(
                     index,
                     lws_name=key[1],
                     leader_sts_uid=leader_uid,
                     pods=pods,
                     statefulsets=statefulsets,
                 )
-            out.append(group)
-        return out
+            )
+        return table, frozenset(fresh)
 
     def settle(self, key: Key, uids: Iterable[str]) -> None:
         """Forget Lost pods that a reconcile has decided on."""
@@ -300,6 +322,7 @@ class Cache:
         self._lost.pop(key, None)
         self._groups.pop(key, None)
         self._terminating.pop(key, None)
+        self._shared.pop(key, None)
 
     def bind(self, indexes: Mapping[str, Any]) -> None:
         self.indexes = dict(indexes)
@@ -335,6 +358,7 @@ class Cache:
         lws = list(self.indexes.get("lws_objects", {}).get(key, ()))
         statefulsets = self._get("lws_statefulsets", key)
         pods = self._get("lws_pods", key)
+        groups, fresh = self._observe_groups(key, statefulsets, pods)
         return Observed(
             lws=dict(lws[0]) if lws else None,
             statefulsets=statefulsets,
@@ -345,7 +369,9 @@ class Cache:
             nodes=self.nodes(),
             healthy_nodes=self._healthy,
             lost=tuple(self._lost.get(key, {}).values()),
-            groups=self._observe_groups(key, statefulsets, pods),
+            groups=groups,
+            fresh=fresh,
+            shared=self._shared.get(key, 0),
             terminating=tuple(
                 pods[name] for name in self._terminating.get(key, ()) if name in pods
             ),

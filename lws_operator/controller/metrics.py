@@ -41,7 +41,7 @@ from lws_operator.controller.logs import reconciling
 from lws_operator.controller.metrics_auth import Review, ScrapeAuthorizer
 from lws_operator.controller.queue import Handler, WorkQueue
 from lws_operator.kube.client import Kube
-from lws_operator.plan.groups import Group
+from lws_operator.plan.groups import Group, tally
 
 log = logging.getLogger(__name__)
 
@@ -221,6 +221,8 @@ class Metrics:
             self.reconcile_total.labels(CONTROLLER, result)
         self.reconcile_errors.labels(CONTROLLER)
         self._recreation_labels: dict[Key, set[str]] = {}
+        self._observed: dict[Key, tuple[tuple[int, ...], int, bool]] = {}
+        """Per LWS, what its group series were last set from."""
 
     def watch_queue(self, queue: WorkQueue, controller: str = CONTROLLER) -> None:
         self.registry.register(_QueueCollector(queue, controller))
@@ -273,13 +275,19 @@ class Metrics:
         rollout_done: bool,
     ) -> None:
         """``groups`` are those of the leader StatefulSet; a missing leader is not counted."""
-        counts = dict.fromkeys(GROUP_STATES, 0)
-        present = [g for g in groups if g.leader is not None]
-        for g in present:
-            counts[group_state(g, key, size)] += 1
+
+        def count(g: Group) -> tuple[int, ...]:
+            state = group_state(g, key, size) if g.leader is not None else None
+            return tuple(int(state == s) for s in GROUP_STATES)
+
+        states = tally(groups, ("metrics", key, size), count, 3)
+        if self._observed.get((namespace, name)) == (states, desired, rollout_done):
+            return  # as set last time (every pass at rest): no series looked up
+        self._observed[(namespace, name)] = (states, desired, rollout_done)
+        counts = dict(zip(GROUP_STATES, states, strict=True))
         for state, n in counts.items():
             self.groups.labels(namespace, name, state).set(n)
-        updated = sum(1 for g in present if g.updated(size, key))
+        updated = counts["ready"] + counts["not_ready"]
         self.rollout_desired.labels(namespace, name).set(desired)
         self.rollout_updated.labels(namespace, name).set(updated)
         self.rollout_in_progress.labels(namespace, name).set(0 if rollout_done else 1)
@@ -287,6 +295,7 @@ class Metrics:
     def forget(self, key: Key) -> None:
         """Drop the series of a LeaderWorkerSet that is gone."""
         ns, name = key
+        self._observed.pop(key, None)
         for state in GROUP_STATES:
             _remove(self.groups, ns, name, state)
         for gauge in (self.rollout_desired, self.rollout_updated, self.rollout_in_progress):

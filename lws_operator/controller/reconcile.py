@@ -15,7 +15,7 @@ import asyncio
 import datetime
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -75,6 +75,7 @@ from lws_operator.plan.services import (
 from lws_operator.plan.status import StatusPacing, compute_status, plan_status_write
 from lws_operator.plan.workers import (
     FOREIGN_RETRY,
+    NOTHING,
     WorkerPlan,
     foreign_workers,
     is_foreign_workers,
@@ -130,6 +131,11 @@ class Memory:
     results: _Memo = field(default_factory=_Memo)
     """Pure results derived from its revisions and history (validated revision specs), kept
     while it exists: in one memo for every LWS they outlived their LWS."""
+    workers_at: tuple[Any, ...] | None = None
+    """What the groups' worker plans were made from besides the groups (``_workers_due``)."""
+    workers_due: set[int] = field(default_factory=set)
+    """The groups whose workers to plan again: observed anew since their plan needed nothing,
+    or never planned to nothing (waiting, retrying, acting) at ``workers_at``."""
 
 
 def _version(obj: dict[str, Any]) -> tuple[str, str]:
@@ -180,6 +186,7 @@ class Reconciler:
             except ValidationError as e:
                 await self._report_invalid(obs.lws, e, memory)
                 return None
+        memory.workers_due |= obs.fresh  # first: a pass cut short must not lose them
         lws = memory.model[1]
         try:
             return await _Pass(self, key, lws, obs, memory).run()
@@ -328,13 +335,7 @@ class _Pass:
         self.r.cache.settle(self.key, recreations.dropped)
         recreated = await self._failures(groups, size, recreations.groups)
         recreated |= {x.group.index for x in moved.release}
-        for group in groups:
-            if group.index in recreated:
-                continue
-            plan = self._plan_workers(group)
-            self._again(plan.retry)
-            if plan.acts:  # at rest no group's plan acts: no coroutine per group and pass
-                await self._workers(plan)
+        await self._all_workers(groups, recreated)
         await self._release_stuck_pods()
         done = await self._status(leader_sts, groups, choice.key, size)
         if done:
@@ -391,6 +392,37 @@ class _Pass:
             revision = rev.revision_with_key(self.obs.revisions, key)
             self.specs[key] = None if revision is None else self._spec_at(dict(revision))
         return self.specs[key]
+
+    async def _all_workers(self, groups: Sequence[Group], recreated: set[int]) -> None:
+        """Plan and apply the workers of the groups due (``_workers_due``), but those just
+        recreated (observed anew next time)."""
+        due = self._workers_due(groups)
+        for index in sorted(due - recreated):
+            plan = self._plan_workers(groups[index])
+            self._again(plan.retry)
+            if plan.acts:
+                await self._workers(plan)
+            elif plan is NOTHING:
+                due.discard(index)  # until it, or what plans read besides it, changes
+
+    def _workers_due(self, groups: Sequence[Group]) -> set[int]:
+        """The groups whose workers to plan this pass: those observed anew, and those not
+        planned to NOTHING yet; every group when anything else the plans read changed (the
+        LWS's spec, labels or annotations, its Services, revisions or PodGroups). A pod event
+        then plans one group's workers, not every group's."""
+        memory = self.memory
+        at = (
+            *_spec_version(self.lws),
+            tuple(sorted(self.lws.annotations.items())),
+            tuple(sorted((self.lws.metadata.get("labels") or {}).items())),
+            self.obs.shared,
+        )
+        if memory.workers_at != at:
+            memory.workers_at = at
+            memory.workers_due = set(range(len(groups)))
+        elif any(i >= len(groups) for i in memory.workers_due):
+            memory.workers_due = {i for i in memory.workers_due if i < len(groups)}
+        return memory.workers_due
 
     def _plan_workers(self, group: Group) -> WorkerPlan:
         return plan_workers(
@@ -588,7 +620,7 @@ class _Pass:
             await self._post(event)
 
     async def _failures(
-        self, groups: list[Group], size: int, planned: tuple[Recreate, ...]
+        self, groups: Sequence[Group], size: int, planned: tuple[Recreate, ...]
     ) -> set[int]:
         """Report node problems, pass the planned recreations through the budget, backoff
         and requests (plan/failures.py), record each with its evidence, then recreate.
@@ -619,31 +651,46 @@ class _Pass:
         self.r.cache.settle(self.key, decided.kept)
         self._again(None if decided.retry is None else decided.retry + 0.05)
         evidence, logs = await self._evidence(decided, problems, limits)
-        recorded = record(
-            history,
-            decided,
-            evidence=evidence,
-            logs=logs,
-            backoff=self.r.backoff,
-            group_count=len(groups),
-            now=now,
-        )
-        write, new = plan_write(
-            history,
-            recorded.groups,
-            logs=recorded.logs,
-            handled_request=request.value if request is not None else history.handled_request,
-            lws_name=self.name,
-            namespace=self.ns,
-            lws_uid=self.uid,
-            limits=limits,
-        )
+        handled = request.value if request is not None else history.handled_request
+
+        def planned_write() -> tuple[HistoryWrite | None, History, tuple[Event, ...]]:
+            recorded = record(
+                history,
+                decided,
+                evidence=evidence,
+                logs=logs,
+                backoff=self.r.backoff,
+                group_count=len(groups),
+                now=now,
+            )
+            write, new = plan_write(
+                history,
+                recorded.groups,
+                logs=recorded.logs,
+                handled_request=handled,
+                lws_name=self.name,
+                namespace=self.ns,
+                lws_uid=self.uid,
+                limits=limits,
+            )
+            return write, new, recorded.events
+
+        d = decided
+        if d.recreate or d.redo or d.exhausted or d.waiting or d.recovered or d.ready:
+            write, new, recorded_events = planned_write()
+        else:
+            # Nothing decided: the write follows from the history alone (bounding it encodes
+            # every record: each pass would, at rest).
+            key = ("history write", self.uid, history.resource_version, history.exists)
+            write, new, recorded_events = self.memory.results.get(
+                (*key, len(groups), handled, limits), planned_write
+            )
         if not history.owned:
             await self._report_once(("history", history.name), not_owned(history.name))
         elif write is not None:
             new = await self._write_history(history, write, new)
         self.failed = new.failed_groups
-        for event in (*decided.events, *recorded.events):
+        for event in (*decided.events, *recorded_events):
             await self._post(event)
         plans = (*decided.redo, *(p for p, _, _ in decided.recreate))
         for plan in plans:
@@ -734,7 +781,7 @@ class _Pass:
         self._again(None if stuck.wait is None else stuck.wait + 1)
 
     # ---- status ------------------------------------------------------------------------------
-    async def _status(self, leader_sts: Any, groups: list[Group], key: str, size: int) -> bool:
+    async def _status(self, leader_sts: Any, groups: Sequence[Group], key: str, size: int) -> bool:
         spec = self.lws.spec
         observed = self.body.get("status") or {}
         result = compute_status(

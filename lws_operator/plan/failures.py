@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from lws_operator.api import constants as c
 from lws_operator.plan import backoff as bo
 from lws_operator.plan.events import DELETE, Event, normal, warning
-from lws_operator.plan.groups import Group
+from lws_operator.plan.groups import Group, group_at
 from lws_operator.plan.history import (
     ContainerFailure,
     GroupHistory,
@@ -173,9 +173,10 @@ def gate(
     asked = {r.index for r in requests}
     planned_by = {p.index: p for p in planned}
     effective: dict[int, GroupHistory] = {}
-    for group in groups:
-        if group.index not in history.groups and group.index not in planned_by:
-            continue  # nothing recorded and nothing to decide
+    # Only groups with something recorded or to decide: not every group on every pass.
+    for index in sorted({*history.groups, *planned_by}):
+        if (group := group_at(groups, index)) is None:
+            continue
         h = history.group(group.index)
         leader = group.leader
         if leader is None or not group.leader_live or group.index in asked:

@@ -10,10 +10,10 @@ previous incarnation still on their way out are not part of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 from lws_operator.api import constants as c
 from lws_operator.plan import names
@@ -193,6 +193,126 @@ def observe_groups(
         )
         for i in range(count)
     ]
+
+
+Counts = tuple[int, ...]
+# Sums kept per table at most this many (a status and a metrics count per revision key).
+SUMS_MAX = 8
+
+
+class GroupTable(Sequence[Group]):
+    """The groups of one LWS by index as the cache keeps them between passes (a change of a
+    group's objects replaces that group alone), with sums of per-group counts kept as groups
+    are replaced: a pass after one pod event counts one group, not every group of the LWS."""
+
+    def __init__(self) -> None:
+        self._groups: list[Group] = []
+        self._sums: dict[Hashable, tuple[Callable[[Group], Counts], list[int]]] = {}
+        self._marks: dict[Hashable, tuple[Callable[[Group], bool], set[int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    @overload
+    def __getitem__(self, index: int) -> Group: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Group]: ...
+    def __getitem__(self, index: int | slice) -> Group | list[Group]:
+        return self._groups[index]
+
+    def __iter__(self) -> Any:
+        return iter(self._groups)
+
+    def put(self, group: Group) -> None:
+        """Group ``group.index`` is now ``group`` (the next index, or one already held)."""
+        i = group.index
+        old = self._groups[i] if i < len(self._groups) else None
+        if old is None and i != len(self._groups):
+            raise IndexError(f"group {i} put after {len(self._groups)} groups")
+        for count, sums in self._sums.values():
+            _add(sums, count(group), 1)
+            if old is not None:
+                _add(sums, count(old), -1)
+        for predicate, marked in self._marks.values():
+            if predicate(group):
+                marked.add(i)
+            else:
+                marked.discard(i)
+        if old is None:
+            self._groups.append(group)
+        else:
+            self._groups[i] = group
+
+    def truncate(self, count: int) -> None:
+        """Keep groups ``0..count-1`` (the leader StatefulSet scaled down)."""
+        for group in self._groups[count:]:
+            for counter, sums in self._sums.values():
+                _add(sums, counter(group), -1)
+            for _, marked in self._marks.values():
+                marked.discard(group.index)
+        del self._groups[count:]
+
+    def sums(self, what: Hashable, count: Callable[[Group], Counts], width: int) -> Counts:
+        """The sum of ``count`` (``width`` numbers per group) over the groups; ``what`` names
+        the count with everything it depends on (the first ``count`` given for it is kept
+        and applied to the groups put later)."""
+        if what not in self._sums:
+            if len(self._sums) >= SUMS_MAX:
+                self._sums.clear()  # a plain bound: the next call sums once again
+            self._sums[what] = (count, list(_total(map(count, self._groups), width)))
+        return tuple(self._sums[what][1])
+
+    def marked(self, what: Hashable, predicate: Callable[[Group], bool]) -> list[Group]:
+        """The groups for which ``predicate`` holds, by index; ``what`` names the predicate
+        with everything it depends on (kept like :meth:`sums`)."""
+        if what not in self._marks:
+            if len(self._marks) >= SUMS_MAX:
+                self._marks.clear()
+            self._marks[what] = (predicate, {g.index for g in self._groups if predicate(g)})
+        return [self._groups[i] for i in sorted(self._marks[what][1])]
+
+
+def _add(sums: list[int], counts: Counts, sign: int) -> None:
+    for k, n in enumerate(counts):
+        sums[k] += sign * n
+
+
+def _total(counts: Iterable[Counts], width: int) -> Counts:
+    out = [0] * width
+    for each in counts:
+        _add(out, each, 1)
+    return tuple(out)
+
+
+def group_at(groups: Sequence[Group], index: int) -> Group | None:
+    """Group ``index`` of ``groups`` (by position when they are by index, as observed)."""
+    if 0 <= index < len(groups) and (group := groups[index]).index == index:
+        return group
+    if isinstance(groups, GroupTable):
+        return None  # by index: it has no such group
+    return next((g for g in groups if g.index == index), None)
+
+
+def where(
+    groups: Sequence[Group], what: Hashable, predicate: Callable[[Group], bool]
+) -> list[Group]:
+    """The groups for which ``predicate`` holds, in order: kept up to date by a
+    :class:`GroupTable` (``what`` names the predicate with everything it depends on), found
+    here in any other sequence."""
+    if isinstance(groups, GroupTable):
+        return groups.marked(what, predicate)
+    return [g for g in groups if predicate(g)]
+
+
+def tally(
+    groups: Sequence[Group], what: Hashable, count: Callable[[Group], Counts], width: int
+) -> Counts:
+    """``count`` (``width`` numbers per group) summed over ``groups``: kept up to date by a
+    :class:`GroupTable` (``what`` names the count with everything it depends on), computed
+    here for any other sequence."""
+    if isinstance(groups, GroupTable):
+        return groups.sums(what, count, width)
+    return _total(map(count, groups), width)
 
 
 def made_by_groups(

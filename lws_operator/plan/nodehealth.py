@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lws_operator.plan.events import Event, warning
-from lws_operator.plan.groups import Group
+from lws_operator.plan.groups import Group, where
 from lws_operator.plan.meta import name_of, uid_of
 
 Obj = Mapping[str, Any]
@@ -78,7 +78,7 @@ def node_problems(
 ) -> list[NodeProblem]:
     """Each member pod, of every group, bound to a node that is not healthy. ``healthy`` are
     nodes known healthy (the cache keeps them from node events): a group on those alone is
-    passed with one set comparison, so a pass at rest judges no node. Each other node is
+    passed without a look (see below), so a pass at rest judges no node. Each other node is
     judged once, and only the members of a group with a node not healthy are looked at."""
     states: dict[str, str | None] = {}
     judged: dict[frozenset[str], bool] = {}  # groups share their nodes
@@ -89,9 +89,10 @@ def node_problems(
         return states[name]
 
     out = []
-    for group in groups:
-        if group.nodes <= healthy:
-            continue
+    known = frozenset(healthy)
+    # The groups on other nodes are kept as groups change (plan/groups.py), per set of
+    # healthy nodes: a pass at rest looks at no group.
+    for group in where(groups, ("off healthy nodes", known), lambda g: not g.nodes <= known):
         if (ok := judged.get(group.nodes)) is None:
             ok = judged[group.nodes] = all(state_of(name) is None for name in group.nodes)
         if ok:

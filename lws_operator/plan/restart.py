@@ -27,7 +27,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
 from lws_operator.plan import names
 from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warning
-from lws_operator.plan.groups import Group, Obj, failure
+from lws_operator.plan.groups import Group, Obj, failure, where
 from lws_operator.plan.meta import controller_of, labels_of, name_of, uid_of
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
@@ -152,7 +152,10 @@ def plan_recreations(
     indices = {str(g.index) for g in groups} if by_group else set()
     dropped = {r.uid for index, rs in by_group.items() if index not in indices for r in rs}
     plans = []
-    for group in groups:
+    # Without a Lost record only a group a member broke can need anything: those are kept
+    # as groups change (plan/groups.py), so a pass looks at them, not at every group.
+    look = where(groups, "broken", _broken) if not by_group else groups
+    for group in look:
         records = by_group.get(str(group.index), []) if by_group else []
         current: list[Lost] = []
         if records and group.workers is not None:
@@ -189,6 +192,10 @@ def plan_recreations(
             )
         )
     return Recreations(tuple(plans), frozenset(dropped))
+
+
+def _broken(group: Group) -> bool:
+    return group.broken_by is not None
 
 
 def _parse_time(value: Any) -> datetime.datetime | None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, overload
 
 from lws_operator.api import constants as c
 from lws_operator.api.intstr import scaled_value
@@ -221,5 +222,36 @@ def rollout_input(
         sts_partition=statefulset_partition(leader_sts),
         replicas_annotation=int(annotation) if annotation and annotation.isdigit() else None,
         revision_changed=revision_changed,
-        states=[(g.ready(size), g.updated(size, key)) for g in groups],
+        states=_States(groups, size, key),
     )
+
+
+class _States(Sequence[State]):
+    """(ready, updated) of each group, worked out when first read: a pass at rest (case 3 of
+    ``_partition_and_replicas``) reads none, so a pod event costs no loop over the groups."""
+
+    def __init__(self, groups: Sequence[Group], size: int, key: str) -> None:
+        self._groups, self._size, self._key = groups, size, key
+
+    @cached_property
+    def _states(self) -> list[State]:
+        return [(g.ready(self._size), g.updated(self._size, self._key)) for g in self._groups]
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    @overload
+    def __getitem__(self, index: int) -> State: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[State]: ...
+    def __getitem__(self, index: int | slice) -> State | list[State]:
+        return self._states[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._states))
+
+    def __repr__(self) -> str:
+        return repr(self._states)

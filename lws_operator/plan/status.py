@@ -15,7 +15,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.plan.diff import contains
 from lws_operator.plan.events import GROUPS_PROGRESSING, GROUPS_UPDATING, UPDATE, Event, normal
-from lws_operator.plan.groups import Group
+from lws_operator.plan.groups import Counts, Group, group_at, tally
 
 REASON_ALL_GROUPS_READY = "AllGroupsReady"
 
@@ -75,24 +75,38 @@ def count_groups(
     failed: Collection[int] = (),
 ) -> GroupCounts:
     """Contract 4.13 counting rules; ``key`` is the current revision's. ``failed`` groups
-    (restart budget exhausted, KEP-820) are never counted ready."""
-    ready = updated = current = current_updated = ready_non_burst = updated_and_ready = 0
-    for group in groups:
+    (restart budget exhausted, KEP-820) are never counted ready. Summed by ``tally``: kept
+    up to date as groups change, then corrected for the failed groups."""
+
+    def count(group: Group, failed: bool = False) -> Counts:
         if group.leader is None or not group.workers_present(size):
             # Kept from upstream: a group without its worker sts is not counted anywhere. Its
             # ready/updated counts would be 0 anyway, and counting it as "current" would
             # report UpdateInProgress while a new LWS is still creating its worker sts.
-            continue
-        is_ready = group.ready(size) and group.index not in failed
+            return _NOT_COUNTED
+        is_ready = group.ready(size) and not failed
         is_updated = group.updated(size, key)
         is_current = partition <= group.index < replicas
-        ready += is_ready
-        updated += is_updated
-        current += is_current
-        current_updated += is_current and is_updated
-        ready_non_burst += is_ready and group.index < replicas
-        updated_and_ready += is_current and is_ready and is_updated
-    return GroupCounts(ready, updated, current, current_updated, ready_non_burst, updated_and_ready)
+        return (
+            is_ready,
+            is_updated,
+            is_current,
+            is_current and is_updated,
+            is_ready and group.index < replicas,
+            is_current and is_ready and is_updated,
+        )
+
+    sums = list(tally(groups, ("status", key, replicas, partition, size), count, 6))
+    for index in set(failed):
+        if (group := group_at(groups, index)) is not None:
+            for k, (healthy, broken) in enumerate(
+                zip(count(group), count(group, True), strict=True)
+            ):
+                sums[k] += broken - healthy
+    return GroupCounts(*sums)
+
+
+_NOT_COUNTED: Counts = (0,) * 6
 
 
 def desired_conditions(counts: GroupCounts, replicas: int) -> tuple[str, ...]:
@@ -329,7 +343,7 @@ def plan_status_write(
         if pacing.written_over == resource_version:
             return StatusWrite(None, None, pacing)
         pacing = replace(pacing, written_over=None)
-    if contains(observed, new) and contains(new, observed):
+    if observed == new or (contains(observed, new) and contains(new, observed)):
         return StatusWrite(None, None, replace(pacing, held_since=None))
     if not result.events and counters_only(observed, new):
         # After a quiet spell: nothing written, and the counters still, for COUNTERS_QUIET

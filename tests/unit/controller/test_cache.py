@@ -144,7 +144,7 @@ def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
     def node(ready: str) -> dict[str, object]:
         return {
             "metadata": {"name": "n1"},
-            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": ready}]},
         }
 
     def healthy() -> frozenset[str]:
@@ -161,3 +161,78 @@ def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
     assert healthy() == {"n1"}
     assert cache.node_changed("DELETED", node("True")) == [("a", "x")], "gone"
     assert healthy() == set()
+
+
+def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
+    """The cache keeps the groups between observations: a pod event replaces its group only
+    (reported in ``fresh``); an object without a group label, a new leader StatefulSet or
+    new replicas have the groups observed anew."""
+    from typing import Any, cast
+
+    from lws_operator.controller.cache import project_statefulset
+    from lws_operator.controller.informer import Informer
+    from lws_operator.kube.client import Kube
+
+    key = ("ns", "x")
+    cache = Cache()
+
+    def informer(name: str, projection: Any) -> Informer:
+        def on_change(kind: str, k: Any, obj: Any) -> None:
+            cache.changed(name, kind, k, obj)
+
+        inf = Informer(cast(Kube, None), f"/{name}", projection, on_change)
+        cache.add_informer(name, inf)
+        return inf
+
+    pods, sets = (
+        informer("lws_pods", project_pod),
+        informer("lws_statefulsets", project_statefulset),
+    )
+
+    def leader_sts(uid: str, replicas: int) -> dict[str, Any]:
+        return {
+            "metadata": {
+                "name": "x",
+                "namespace": "ns",
+                "uid": uid,
+                "labels": {c.SET_NAME_LABEL: "x"},
+            },
+            "spec": {"replicas": replicas},
+        }
+
+    def leader(i: int, ready: str, group_label: bool = True) -> dict[str, Any]:
+        labels = {c.SET_NAME_LABEL: "x", c.WORKER_INDEX_LABEL: "0"}
+        if group_label:
+            labels[c.GROUP_INDEX_LABEL] = str(i)
+        return {
+            "metadata": {
+                "name": f"x-{i}",
+                "namespace": "ns",
+                "uid": f"p{i}",
+                "labels": labels,
+                "ownerReferences": [{"uid": "s1", "controller": True, "kind": "StatefulSet"}],
+            },
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": ready}]},
+        }
+
+    sets.apply("ADDED", leader_sts("s1", 3))
+    for i in range(3):
+        pods.apply("ADDED", leader(i, "True"))
+    first = cache.observe(key)
+    assert first.fresh == {0, 1, 2} and [g.leader_ready for g in first.groups] == [True] * 3
+    before = list(first.groups)
+    assert cache.observe(key).fresh == frozenset(), "nothing changed: nothing observed"
+    pods.apply("MODIFIED", leader(1, "False"))
+    obs = cache.observe(key)
+    assert obs.fresh == {1} and [g.leader_ready for g in obs.groups] == [True, False, True]
+    assert obs.groups[0] is before[0] and obs.groups[2] is before[2]
+    pods.apply("MODIFIED", leader(2, "False", group_label=False))
+    assert cache.observe(key).fresh == {0, 1, 2}, "no group label: every group"
+    sets.apply("MODIFIED", leader_sts("s1", 4))
+    obs = cache.observe(key)
+    assert obs.fresh == {3} and len(obs.groups) == 4 and obs.groups[3].leader is None
+    sets.apply("MODIFIED", leader_sts("s1", 2))
+    assert cache.observe(key).fresh == frozenset() and len(cache.observe(key).groups) == 2
+    sets.apply("MODIFIED", leader_sts("s2", 2))
+    obs = cache.observe(key)
+    assert obs.fresh == {0, 1} and all(g.leader is None for g in obs.groups), "a new leader sts"

@@ -92,3 +92,62 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
         assert changed is not first
     step("2", "11", key="k2", replicas=3)
     assert len(planned) == 5
+
+
+async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_changed(
+    monkeypatch: Any,
+) -> None:
+    """A pass plans the workers of the groups observed anew and of those whose last plan was
+    not NOTHING (waiting, retrying); every group's once the LWS's spec, labels, annotations or
+    its Services, revisions or PodGroups changed. A recreated group waits for its next
+    observation."""
+    from lws_operator.api.models import LeaderWorkerSet
+    from lws_operator.controller import reconcile
+    from lws_operator.controller.cache import Observed
+    from lws_operator.plan.groups import Group
+    from lws_operator.plan.workers import NOTHING, WorkerPlan
+    from tests.unit.api.lws_testdata import base_object
+
+    planned: list[int] = []
+    waiting = {3}
+
+    def plan_workers(lws: Any, group: Group, **kw: Any) -> WorkerPlan:
+        planned.append(group.index)
+        return WorkerPlan(retry=1.0) if group.index in waiting else NOTHING
+
+    monkeypatch.setattr(reconcile, "plan_workers", plan_workers)
+    body = base_object("demo")
+    body["metadata"].update(namespace="ns", uid="u", resourceVersion="1", generation=1)
+    memory = Memory()
+    r = Reconciler(cast(Kube, None), Cache(), cast(EventRecorder, _Events()))
+
+    async def one_pass(
+        fresh: set[int],
+        count: int = 6,
+        shared: int = 0,
+        generation: int = 1,
+        recreated: frozenset[int] = frozenset(),
+    ) -> list[int]:
+        meta = {**body["metadata"], "generation": generation}
+        lws = LeaderWorkerSet.model_validate({**body, "metadata": meta})
+        groups = [Group(i, None) for i in range(count)]
+        obs = Observed(body, groups=groups, fresh=frozenset(fresh), shared=shared)
+        memory.workers_due |= obs.fresh
+        planned.clear()
+        await reconcile._Pass(r, ("ns", "demo"), lws, obs, memory)._all_workers(
+            groups, set(recreated)
+        )
+        return list(planned)
+
+    assert await one_pass(set(range(6))) == [0, 1, 2, 3, 4, 5]  # first: every group
+    assert await one_pass(set()) == [3]  # only the one still waiting
+    assert await one_pass({1}) == [1, 3]  # a pod event of group 1
+    assert await one_pass({2}, recreated=frozenset({2})) == [3]  # recreated: next time
+    assert await one_pass(set()) == [2, 3]
+    assert await one_pass(set(), shared=1) == [0, 1, 2, 3, 4, 5]  # a Service changed
+    assert await one_pass(set(), shared=1, generation=2) == [0, 1, 2, 3, 4, 5]  # the spec
+    waiting.clear()
+    assert await one_pass(set(), shared=1, generation=2) == [3]
+    assert await one_pass(set(), shared=1, generation=2) == []  # at rest: no group
+    assert await one_pass({5}, count=4, shared=1, generation=2) == []  # scaled down
+    assert await one_pass({4, 5}, count=6, shared=1, generation=2) == [4, 5]  # and up
