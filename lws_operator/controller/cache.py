@@ -191,7 +191,7 @@ class Observed:
     """The groups of the leader StatefulSet, by index (plan/groups.py): the cache's table,
     which it changes only when it observes the LWS again (one reconcile at a time)."""
     fresh: frozenset[int] = frozenset()
-    """The indices of the groups observed anew since the LWS was last observed."""
+    """The indices of the groups observed anew since the reconciler last took them."""
     shared: int = 0
     """The count of events of its objects in ``SHARED_STORES``: unchanged, so are they."""
     terminating: tuple[dict[str, Any], ...] = ()
@@ -211,6 +211,9 @@ class _Groups:
     stale: set[int] = field(default_factory=set)
     everything: bool = False
     """Every group is to be observed again (an object without a group label changed)."""
+    fresh: set[int] = field(default_factory=set)
+    """The groups observed anew since the reconciler last took them (``Cache.took``): other
+    readers (a DisaggregatedSet's rollout, the eviction webhook) observe too."""
 
 
 class Cache:
@@ -306,7 +309,14 @@ class Cache:
                     statefulsets=statefulsets,
                 )
             )
-        return table, frozenset(fresh)
+        memo.fresh.update(fresh)
+        memo.fresh.intersection_update(range(count))
+        return table, frozenset(memo.fresh)
+
+    def took(self, key: Key, fresh: Iterable[int]) -> None:
+        """The reconciler has taken these groups observed anew (``Observed.fresh``)."""
+        if (memo := self._groups.get(key)) is not None:
+            memo.fresh.difference_update(fresh)
 
     def settle(self, key: Key, uids: Iterable[str]) -> None:
         """Forget Lost pods that a reconcile has decided on."""

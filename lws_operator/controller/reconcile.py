@@ -187,6 +187,7 @@ class Reconciler:
                 await self._report_invalid(obs.lws, e, memory)
                 return None
         memory.workers_due |= obs.fresh  # first: a pass cut short must not lose them
+        self.cache.took(key, obs.fresh)
         lws = memory.model[1]
         try:
             return await _Pass(self, key, lws, obs, memory).run()
