@@ -57,9 +57,11 @@ async def test_memory_of_an_lws_is_kept_while_it_exists_and_dropped_with_it() ->
 def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_changes(
     monkeypatch: Any,
 ) -> None:
-    """A pod event leaves the LWS and its leader StatefulSet as they were: their comparison
-    (plan_leader) is not redone; any change of the LWS, the StatefulSet (by resourceVersion),
-    the revision or the rollout step plans it again."""
+    """A pod event, a status write to the LWS or the StatefulSet controller's status update
+    (a new resourceVersion, a status manager's managedFields) leave the LWS's and the leader
+    StatefulSet's spec and metadata as they were: their comparison (plan_leader) is not
+    redone; a change of either's generation or metadata, the revision or the rollout step
+    plans it again."""
     from lws_operator.api.models import LeaderWorkerSet
     from lws_operator.controller import reconcile
     from lws_operator.controller.cache import Observed
@@ -75,23 +77,50 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
 
     monkeypatch.setattr(reconcile, "plan_leader", plan_leader)
     body = base_object("demo")
-    body["metadata"].update(namespace="ns", uid="u", resourceVersion="1")
+    body["metadata"].update(namespace="ns", uid="u", resourceVersion="1", generation=1)
     lws = LeaderWorkerSet.model_validate(body)
     memory = Memory()
     r = Reconciler(cast(Kube, None), Cache(), cast(EventRecorder, _Events()))
+    status_manager = {"manager": "kube-controller-manager", "subresource": "status", "time": ""}
 
-    def step(rv: str, sts_rv: str, key: str = "k", replicas: int = 2) -> object:
-        meta = {**body["metadata"], "resourceVersion": rv}
+    def step(
+        rv: str,
+        sts_rv: str,
+        key: str = "k",
+        replicas: int = 2,
+        generation: int = 1,
+        sts_generation: int = 1,
+        sts_labels: dict[str, str] | None = None,
+    ) -> object:
+        meta = {**body["metadata"], "resourceVersion": rv, "generation": generation}
         p = reconcile._Pass(r, ("ns", "demo"), lws, Observed({**body, "metadata": meta}), memory)
-        sts = {"metadata": {"uid": "s", "resourceVersion": sts_rv}}
+        sts = {
+            "metadata": {
+                "uid": "s",
+                "resourceVersion": sts_rv,
+                "generation": sts_generation,
+                "labels": sts_labels or {},
+                "managedFields": [
+                    {"manager": "lws", "operation": "Apply"},
+                    {**status_manager, "time": sts_rv},
+                ],
+            },
+            "status": {"readyReplicas": int(sts_rv)},
+        }
         return p._leader_step(sts, RevisionChoice(key, False), RolloutPlan(0, replicas, 1))
 
     first = step("1", "10")
     assert step("1", "10") is first and len(planned) == 1
-    for changed in (step("2", "10"), step("2", "11"), step("2", "11", key="k2")):
-        assert changed is not first
-    step("2", "11", key="k2", replicas=3)
-    assert len(planned) == 5
+    assert step("2", "11") is first, "status updates of both: not planned again"
+    changed = [
+        step("2", "11", generation=2),
+        step("2", "11", generation=2, sts_generation=2),
+        step("2", "11", generation=2, sts_generation=2, sts_labels={"a": "b"}),
+        step("2", "11", generation=2, sts_generation=2, sts_labels={"a": "b"}, key="k2"),
+    ]
+    assert all(c is not first for c in changed) and len(planned) == 5
+    step("2", "11", generation=2, sts_generation=2, sts_labels={"a": "b"}, key="k2", replicas=3)
+    assert len(planned) == 6
 
 
 async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_changed(
