@@ -60,6 +60,12 @@ class Group:
     def workers_ready(self) -> bool:
         return self.workers is not None and statefulset_ready(self.workers)
 
+    @cached_property
+    def ready_members(self) -> int:
+        """Its leader if ready, and its worker StatefulSet's availableReplicas."""
+        available = ((self.workers or {}).get("status") or {}).get("availableReplicas")
+        return int(self.leader_ready) + int(available or 0)
+
     # Cached: a Group is observed once per change of its objects and read by every pass of
     # its LWS (plan/ reads these for each group on every pod event).
     @cached_property

@@ -48,6 +48,9 @@ class GroupCounts:
     """Ready groups with index < R."""
     updated_and_ready: int
     """Current groups both updated and ready."""
+    ready_members: int = 0
+    """Ready members of the counted groups (ready leaders, the worker StatefulSets'
+    availableReplicas): not in the status; while it changes the groups are still moving."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class StatusResult:
     """P == 0 and all R groups updated and ready: old revisions may be truncated."""
     events: tuple[Event, ...]
     """A Normal event for each condition that became True in this pass (contract 3.10)."""
+    ready_members: int = 0
+    """``GroupCounts.ready_members``: it paces counters-only writes (``plan_status_write``)."""
 
 
 def hpa_pod_selector(lws_name: str) -> str:
@@ -94,9 +99,10 @@ def count_groups(
             is_current and is_updated,
             is_ready and group.index < replicas,
             is_current and is_ready and is_updated,
+            group.ready_members,
         )
 
-    sums = list(tally(groups, ("status", key, replicas, partition, size), count, 6))
+    sums = list(tally(groups, ("status", key, replicas, partition, size), count, 7))
     for index in set(failed):
         if (group := group_at(groups, index)) is not None:
             for k, (healthy, broken) in enumerate(
@@ -106,7 +112,7 @@ def count_groups(
     return GroupCounts(*sums)
 
 
-_NOT_COUNTED: Counts = (0,) * 6
+_NOT_COUNTED: Counts = (0,) * 7
 
 
 def desired_conditions(counts: GroupCounts, replicas: int) -> tuple[str, ...]:
@@ -216,6 +222,7 @@ def compute_status(
         status=status,
         update_done=partition == 0 and counts.updated_and_ready == replicas,
         events=events,
+        ready_members=counts.ready_members,
     )
 
 
@@ -263,10 +270,12 @@ def failed_condition(
 # Group counters: while groups come up or roll one by one, or readiness flaps under load,
 # they change every few milliseconds to seconds; a change of only these can wait.
 _COUNTERS = ("replicas", "readyReplicas", "updatedReplicas")
-# A counters-only change is written once the counters have been still this long (the burst is
-# over: the status is right soon after), or when the first change held back has waited
-# COUNTERS_HOLD_MAX (a storm that never stops). The first change after a quiet spell is
-# written at once. Longer than a second: probes and load generators flap in bursts a second
+# A counters-only change is written once the groups have been still this long (neither the
+# counters nor the groups' ready members changed: the burst is over, the status is right soon
+# after), or when the first change held back has waited COUNTERS_HOLD_MAX (a storm that never
+# stops). The first change after a quiet spell is written at once. The ready members count,
+# not only the counters: in a readiness storm readyReplicas can rest a few seconds while the
+# pods flap on. Longer than a second: probes and load generators flap in bursts a second
 # apart, and every status write comes back as an LWS event (another pass).
 COUNTERS_QUIET = 2.0
 COUNTERS_HOLD_MAX = 10.0
@@ -289,17 +298,17 @@ class StatusPacing:
 
     last_write: float | None = None
     counters: tuple[Any, ...] | None = None
-    """The counters computed by the last pass."""
+    """The counters computed by the last pass, and the ready members they were counted from."""
     changed_at: float | None = None
-    """When the computed counters last changed."""
+    """When those last changed."""
     held_since: float | None = None
     """When the first change not written yet was held back."""
     written_over: str | None = None
     """The resourceVersion the last write replaced: until the watch brings the write back, the
     cache shows the LWS at it, and a status computed over it is stale."""
 
-    def seen(self, status: Mapping[str, Any], now: float) -> StatusPacing:
-        counters = tuple(status.get(k) for k in _COUNTERS)
+    def seen(self, result: StatusResult, now: float) -> StatusPacing:
+        counters = (*(result.status.get(k) for k in _COUNTERS), result.ready_members)
         if counters == self.counters:
             return self
         return replace(self, counters=counters, changed_at=now)
@@ -331,14 +340,14 @@ def plan_status_write(
     now: float,
 ) -> StatusWrite:
     """Whether and when to write ``result`` over the ``observed`` status. A counters-only
-    change (compatibility R9) is written at once after a quiet spell, else once the counters
+    change (compatibility R9) is written at once after a quiet spell, else once the groups
     have been still ``COUNTERS_QUIET`` or it has been held ``COUNTERS_HOLD_MAX``; anything
     else at once. Fields that went away are sent as null. Nothing is written over the LWS
     our last write replaced: its watch event brings the next pass (a write now would only
     lose, 409, to ourselves)."""
     new = result.status
     before = pacing.changed_at
-    pacing = pacing.seen(new, now)
+    pacing = pacing.seen(result, now)
     if pacing.written_over is not None:
         if pacing.written_over == resource_version:
             return StatusWrite(None, None, pacing)
@@ -346,7 +355,7 @@ def plan_status_write(
     if observed == new or (contains(observed, new) and contains(new, observed)):
         return StatusWrite(None, None, replace(pacing, held_since=None))
     if not result.events and counters_only(observed, new):
-        # After a quiet spell: nothing written, and the counters still, for COUNTERS_QUIET
+        # After a quiet spell: nothing written, and the groups still, for COUNTERS_QUIET
         # (counters flapping around the stored value are no quiet spell).
         quiet = all(t is None or now - t >= COUNTERS_QUIET for t in (pacing.last_write, before))
         if pacing.held_since is not None or not quiet:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -90,6 +91,8 @@ def test_a_group_is_ready_and_updated_only_with_its_workers() -> None:
     ]
     counts = count_groups(groups, key=CURRENT, replicas=4, partition=0, size=3)
     assert (counts.ready, counts.updated) == (2, 2)
+    # Ready leaders (0, 1, 3) and available workers (1, 2, 3): what the pacing watches move.
+    assert counts.ready_members == 6
 
 
 def test_size_one_ignores_workers() -> None:
@@ -506,24 +509,33 @@ def test_counters_gone_to_zero_are_removed_and_counter_changes_wait() -> None:
 
 
 def storm(
-    changes: list[float], until: float, values: list[int] | None = None
+    changes: list[float],
+    until: float,
+    values: list[int] | None = None,
+    members: Sequence[float] = (),
 ) -> tuple[list[float], int]:
     """When the status is written if readyReplicas changes at each of ``changes`` (seconds)
-    to the next of ``values`` (by default a value not seen before), with every pass run as
-    the operator runs them: at each change and when a held write is due."""
+    to the next of ``values`` (by default a value not seen before), and the groups' ready
+    members change at each of ``members`` (the counters staying), with every pass run as the
+    operator runs them: at each change and when a held write is due."""
     settled = status([group(i) for i in range(3)])
     stored = dict(settled.status)
     pacing, writes, due = StatusPacing(), [], None
-    events = sorted(changes)
-    ready = 0
+    events = sorted([(t, True) for t in changes] + [(t, False) for t in members])
+    ready = moved = seen = 0
     while events or due is not None:
-        now = min([*events[:1], *([due] if due is not None else [])])
-        if events and events[0] == now:
-            events.pop(0)
-            ready = ready + 1 if values is None else values[len(changes) - len(events) - 1]
+        now = min([*(t for t, _ in events[:1]), *([due] if due is not None else [])])
+        while events and events[0][0] == now:
+            _, counter = events.pop(0)
+            if counter:
+                ready = ready + 1 if values is None else values[seen]
+                seen += 1
+            moved += 1
         if now > until:
             break
-        result = StatusResult({**settled.status, "readyReplicas": ready}, True, ())
+        result = StatusResult(
+            {**settled.status, "readyReplicas": ready}, True, (), ready_members=moved
+        )
         decided = plan_status_write(
             observed=stored, resource_version="1", result=result, pacing=pacing, now=now
         )
@@ -561,3 +573,16 @@ def test_counters_flapping_around_the_stored_value_are_no_quiet_spell() -> None:
 def test_counters_changing_slower_than_quiet_are_each_written() -> None:
     flips = [i * (COUNTERS_QUIET + 0.5) for i in range(1, 11)]
     assert storm(flips, until=100) == (flips, len(flips))
+
+
+def test_counters_resting_while_the_pods_flap_on_are_no_quiet_spell() -> None:
+    """A readiness storm: readyReplicas rests longer than COUNTERS_QUIET between its changes
+    while ready members come and go all the time; written at most every COUNTERS_HOLD_MAX,
+    and COUNTERS_QUIET after the pods stop."""
+    flips = [i * (COUNTERS_QUIET + 0.5) for i in range(1, 25)]  # every 2.5 s for 60 s
+    flaps = [i * 0.05 + 0.01 for i in range(1, 1201)]  # 20 pods a second
+    writes, stored = storm(flips, until=100, members=flaps)
+    assert writes[0] == flaps[0]  # the first pass, after a quiet spell: at once
+    gaps = [b - a for a, b in itertools.pairwise(writes)]
+    assert all(g >= COUNTERS_HOLD_MAX - 1e-9 for g in gaps[:-1]), gaps
+    assert stored == len(flips) and writes[-1] <= flaps[-1] + COUNTERS_QUIET + 1e-9, writes
