@@ -26,14 +26,31 @@ class BinariesError(RuntimeError):
     pass
 
 
+KUBE_VERSION_ENV = "LWS_KUBE_VERSION"
+"""Selects another Kubernetes version than the default (``make ... KUBE_VERSION=1.33.13``)."""
+
+
 def pins() -> dict[str, str]:
+    """The pins of ``versions.env``, ``KUBE_VERSION`` as ``$LWS_KUBE_VERSION`` selects it."""
     out = {}
     for line in (HERE / "versions.env").read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#") and "=" in line:
             key, value = line.split("=", 1)
-            out[key.strip()] = value.strip()
+            out[key.strip()] = value.strip().strip('"')
+    if selected := os.environ.get(KUBE_VERSION_ENV):
+        out["KUBE_VERSION"] = selected
     return out
+
+
+def supported_kube_versions() -> tuple[str, ...]:
+    """Every Kubernetes version the project is tested on, oldest first."""
+    return tuple(pins()["KUBE_VERSIONS"].split())
+
+
+def kube_minor(version: str | None = None) -> int:
+    """The minor of ``version`` (default: the selected one): 33 for ``1.33.13``."""
+    return int((version or pins()["KUBE_VERSION"]).split(".")[1])
 
 
 def cache_root() -> Path:

@@ -23,6 +23,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 . "$here/versions.env"
+# Another supported version than the default (make ... KUBE_VERSION=1.33.13 sets it).
+KUBE_VERSION=${LWS_KUBE_VERSION:-$KUBE_VERSION}
 
 cache=${LWS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lws-operator}
 CONTROL_PLANE_BINS="kube-apiserver kube-controller-manager kube-scheduler kubectl"
@@ -179,7 +181,17 @@ build_main() {
   echo "built $name in $(( SECONDS - t ))s" >&2
 }
 
+# etcd and kwok do not depend on the Kubernetes version: reuse them from another version's
+# directory when one has them.
+reuse() {
+  local name=$1 other
+  [ -x "$bins/$name" ] && return 0
+  for other in "$cache"/bin/kube-v*-etcd-v"$ETCD_VERSION"-kwok-v"$KWOK_VERSION"/"$name"; do
+    if [ -x "$other" ]; then cp "$other" "$bins/$name.tmp" && mv "$bins/$name.tmp" "$bins/$name"; return 0; fi
+  done
+}
 case "$target" in control-plane|all)
+  reuse etcd; reuse kwok
   build_tool etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION" go.etcd.io/etcd/server/v3
   build_tool kwok sigs.k8s.io/kwok "v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
 esac
