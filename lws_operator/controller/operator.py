@@ -76,7 +76,9 @@ from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan import gang
 from lws_operator.plan.backoff import Backoff
+from lws_operator.plan.events import Event
 from lws_operator.plan.history import Limits, project_history
+from lws_operator.plan.pod_mutation import GANG_PROVIDER_KUBERNETES
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +138,13 @@ _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None
 )
 
 
-def _children(config: OperatorConfig) -> tuple[Any, ...]:
-    """The watched child resources; with a gang provider also its PodGroups (a missing
-    PodGroup is recreated). A PodGroup CRD installed after the start is picked up by the
-    informer's next retry (within 30 s)."""
-    if config.gang_provider is None:
+def _children(gang_api: gang.GangApi | None) -> tuple[Any, ...]:
+    """The watched child resources; with a gang provider also its PodGroups, in the version
+    written (a missing PodGroup is recreated). A PodGroup CRD installed after the start is
+    picked up by the informer's next retry (within 30 s)."""
+    if gang_api is None:
         return _CHILDREN
-    group, version = gang.api_version(config.gang_provider).split("/")
+    group, version = gang_api.group_version
     return (*_CHILDREN, ("lws_podgroups", group, version, gang.PLURAL, project_meta))
 
 
@@ -311,6 +313,65 @@ async def ds_api_served(kube: Kube) -> bool:
     return {dc.PLURAL, dc.SCALER_PLURAL} <= served
 
 
+async def served_versions(kube: Kube, group: str) -> dict[str, frozenset[str]]:
+    """Each version of API ``group`` the cluster serves, with the resources it serves in it
+    (discovery); empty when the group is not served."""
+    found = await kube.get_or_none(f"/apis/{group}")
+    served: dict[str, frozenset[str]] = {}
+    for entry in (found or {}).get("versions") or []:
+        version = str(entry.get("version") or "")
+        listing = await kube.get_or_none(f"/apis/{group}/{version}") if version else None
+        served[version] = frozenset(
+            str(r.get("name")) for r in (listing or {}).get("resources") or []
+        )
+    return served
+
+
+async def cluster_version(kube: Kube) -> str:
+    """The API server's version (``/version``'s gitVersion), or what kept it from being read."""
+    try:
+        return str((await kube.get("/version")).get("gitVersion") or "version unknown")
+    except (ApiError, OSError) as e:
+        return f"version unknown: {e}"
+
+
+@dataclass(frozen=True)
+class GangWiring:
+    """Gang scheduling as this cluster allows it: the PodGroup API written and watched (None:
+    no gangs), and the Warning for each LWS when a configured provider cannot be served."""
+
+    api: gang.GangApi | None = None
+    unavailable: Event | None = None
+
+    @property
+    def webhook_provider(self) -> str | None:
+        """The provider pods are joined to; none when their PodGroups can never exist (a pod
+        naming a missing PodGroup would wait for it forever)."""
+        return None if self.api is None else self.api.provider
+
+
+async def gang_wiring(kube: Kube, provider: str | None) -> GangWiring:
+    """The configured provider's PodGroup API, chosen from discovery (plan/gang.py
+    ``resolve``). The native API unserved is logged once, as an error, with the cluster's
+    version; the operator then runs every LWS without gangs."""
+    if provider is None:
+        return GangWiring()
+    served: dict[str, frozenset[str]] = {}
+    why = ""
+    if provider == GANG_PROVIDER_KUBERNETES:
+        try:
+            served = await served_versions(kube, gang.NATIVE_GROUP)
+        except ApiError as e:
+            why = f" (discovery of {gang.NATIVE_GROUP} failed: {e.message})"
+    api = gang.resolve(provider, served)
+    if api is not None:
+        log.info("gang scheduling: %s PodGroups (provider %s)", api.api_version, provider)
+        return GangWiring(api)
+    message = gang.unavailable(await cluster_version(kube), served) + why
+    log.error("%s", message)
+    return GangWiring(None, gang.unavailable_event(message))
+
+
 def node_informer(kube: Kube, on_change: Callable[[str, Key, Any], None] | None = None) -> Informer:
     """All nodes, as projections (``cache.project_node``); ``on_change`` hears of each."""
     return Informer(
@@ -329,13 +390,15 @@ def informers(
     queue: WorkQueue,
     config: OperatorConfig,
     on_pod: Callable[[Any], None] | None = None,
+    gang_api: gang.GangApi | None = None,
 ) -> list[Informer]:
     """One informer per child resource (and per namespace when limited to some), registered
     with ``cache``; each event wakes its LWS, and a deleted pod is remembered. Nodes too (for
     exclusive placement and lost-node detection): a node's event wakes only the LWSs with pods
     on it, and only when its health changed (node-health reports); what else needs a node
     waits on its pod's events, or on a timer. ``on_pod`` also hears every pod event (the
-    DisaggregatedSet of a child LWS's pod waits on their readiness)."""
+    DisaggregatedSet of a child LWS's pod waits on their readiness). ``gang_api``: the
+    PodGroups written, watched too."""
 
     def on_node(kind: str, _key: Key, node: Any) -> None:
         for key in cache.node_changed(kind, node):
@@ -344,7 +407,7 @@ def informers(
     nodes = node_informer(kube, on_node)
     cache.add_informer("nodes", nodes)
     out = [nodes]
-    for name, group, version, plural, projection in _children(config):
+    for name, group, version, plural, projection in _children(gang_api):
         api_version = f"{group}/{version}" if group else version
 
         def on_change(kind: str, key: Key, obj: Any, _store: str = name) -> None:
@@ -367,13 +430,17 @@ class WebhookKeeper:
     configuration pointing at it."""
 
     def __init__(
-        self, kube: Kube, config: OperatorConfig, coverage: EvictionCoverage | None = None
+        self,
+        kube: Kube,
+        config: OperatorConfig,
+        coverage: EvictionCoverage | None = None,
+        gang_provider: str | None = None,
     ) -> None:
         self.kube = kube
         self.config = config
         self.coverage = coverage
         self.server = webhook.WebhookServer(
-            config.webhook_bind_host, config.webhook_port, config.gang_provider
+            config.webhook_bind_host, config.webhook_port, gang_provider
         )
         self.certs = certs.CertKeeper(
             kube,
@@ -395,7 +462,7 @@ class WebhookKeeper:
             service, namespace = self.config.webhook_service, self.config.namespace
             return webhook.client_config_service(service, namespace, path=path)
 
-        body = webhook.webhook_configuration(client(webhook.POD_WEBHOOK_PATH), cert.ca_bundle)
+        body = webhook.webhook_configuration(client, cert.ca_bundle)
         await webhook.register(self.kube, body)
         if self.coverage is not None:
             await self.coverage.publish(client(EVICTION_WEBHOOK_PATH), cert.ca_bundle)
@@ -438,12 +505,14 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     metrics = Metrics()
     recorder = EventRecorder(kube)
     coverage = EvictionCoverage(kube, manage_client=config.cert_dir is None)
+    gangs = await gang_wiring(kube, config.gang_provider)
     reconciler = Reconciler(
         kube,
         cache,
         recorder,
         metrics=metrics,
-        gang_provider=config.gang_provider,
+        gang_api=gangs.api,
+        gang_unavailable=gangs.unavailable,
         backoff=config.backoff,
         history_limits=config.history_limits,
         coverage=coverage,
@@ -468,10 +537,10 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         )
     keeper: WebhookKeeper | ExternalCertKeeper = (
         ExternalCertKeeper(
-            config.cert_dir, config.webhook_bind_host, config.webhook_port, config.gang_provider
+            config.cert_dir, config.webhook_bind_host, config.webhook_port, gangs.webhook_provider
         )
         if config.cert_dir is not None
-        else WebhookKeeper(kube, config, coverage)
+        else WebhookKeeper(kube, config, coverage, gangs.webhook_provider)
     )
     keeper.server.on_request = metrics.webhook_request
     keeper.server.evictions = (EVICTION_WEBHOOK_PATH, EvictionReviewer(kube, cache).review)
@@ -479,7 +548,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
     watching = [
         asyncio.create_task(i.run(), name=f"informer {i.path}")
         for i in [
-            *informers(kube, cache, queue, config, on_pod=_waker(ds)),
+            *informers(kube, cache, queue, config, on_pod=_waker(ds), gang_api=gangs.api),
             *(ds_informers(kube, ds, config) if ds else []),
         ]
     ]

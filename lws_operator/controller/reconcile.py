@@ -169,8 +169,11 @@ class Reconciler:
     kube: Kube
     cache: Cache
     events: EventRecorder
-    # Gang scheduling: "kubernetes" or "volcano" creates a PodGroup per group (plan/gang.py).
-    gang_provider: str | None = None
+    # Gang scheduling: a PodGroup per group, of this provider and API (plan/gang.py).
+    gang_api: gang.GangApi | None = None
+    # A gang provider configured whose PodGroups this cluster cannot serve: this Warning goes
+    # once on each LWS, run without gangs.
+    gang_unavailable: Event | None = None
     metrics: ReconcileMetrics = field(default_factory=NoMetrics)
     # The eviction webhook's configuration: each LWS is covered before its objects exist.
     coverage: EvictionCoverage | None = None
@@ -277,6 +280,8 @@ class _Pass:
             return None  # never touched; its removal wakes us
         if leader_sts is not None and is_deleting(leader_sts):
             return None  # its deletion wakes us
+        if self.r.gang_unavailable is not None:  # the operator logged it once at start-up
+            await self._report_once(("gang",), self.r.gang_unavailable, log_it=False)
         if self.r.coverage is not None:
             await self.r.coverage.cover(self.key)
         choice = rev.choose_revision(
@@ -450,7 +455,7 @@ class _Pass:
             statefulsets=self.obs.statefulsets,
             podgroups=self.obs.podgroups,
             nodes=self.obs.nodes,
-            gang_provider=self.r.gang_provider,
+            gang_api=self.r.gang_api,
         )
 
     async def _workers(self, plan: WorkerPlan) -> None:
@@ -487,8 +492,7 @@ class _Pass:
     async def _pod_group(self, body: dict[str, Any]) -> bool:
         """Create the group's PodGroup before its workers (contract 3.5). False when it could
         not be created (reported; looked at again later)."""
-        provider = self.r.gang_provider or ""
-        api = gang.api_version(provider)
+        api = str(body["apiVersion"])
         try:
             await self.kube.create(resource_path(api, gang.PLURAL, namespace=self.ns), body)
         except ApiError as e:
@@ -628,12 +632,15 @@ class _Pass:
             self.memory.history = None  # the cache caught up (or someone else wrote)
         return current
 
-    async def _report_once(self, key: tuple[str, ...], event: Event) -> None:
+    async def _report_once(
+        self, key: tuple[str, ...], event: Event, *, log_it: bool = True
+    ) -> None:
         if len(self.memory.reported) >= MEMO_MAX:
             self.memory.reported.clear()  # a plain bound: at worst one report again
         if key not in self.memory.reported:
             self.memory.reported.add(key)
-            log.warning("%s/%s: %s", self.ns, self.name, event.note)
+            if log_it:
+                log.warning("%s/%s: %s", self.ns, self.name, event.note)
             await self._post(event)
 
     async def _failures(

@@ -5,10 +5,14 @@ pod webhook writes into every pod of the group), owned by the group's leader pod
 missing and never updated: a new revision gets new PodGroups, and the garbage collector removes
 the old ones with their leader pods. Two providers:
 
-* ``kubernetes``: Kubernetes 1.36's native ``scheduling.k8s.io/v1alpha2`` PodGroup with
-  ``schedulingPolicy.gang.minCount``. Pods join through ``spec.schedulingGroup.podGroupName``.
-  No Workload object is needed: the scheduler's GangScheduling plugin reads only the PodGroup,
-  and holds a pod whose PodGroup does not exist yet (PreEnqueue) until it appears.
+* ``kubernetes``: the native ``scheduling.k8s.io`` PodGroup with
+  ``schedulingPolicy.gang.minCount``, in the newest version the cluster serves that the operator
+  knows (``native_api``, from discovery at start-up): ``v1beta1`` (Kubernetes 1.37),
+  ``v1alpha3`` (1.37, alpha), ``v1alpha2`` (1.36). Pods join through
+  ``spec.schedulingGroup.podGroupName``. No Workload object is needed: the scheduler's gang
+  plugin reads only the PodGroup, and holds a pod whose PodGroup does not exist yet
+  (PreEnqueue) until it appears. A cluster serving none of them (before 1.36, or without the
+  feature gates and runtime-config) runs LeaderWorkerSets without gangs (``unavailable``).
 * ``volcano``: ``scheduling.volcano.sh/v1beta1`` PodGroup exactly as upstream's Volcano provider
   writes it (labels, ``volcano.sh/*`` annotations, ``minMember``, ``minResources``, ``queue``).
 
@@ -19,6 +23,8 @@ always describes the pods that will join it; upstream reads the current spec ins
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from lws_operator.api import constants as c
@@ -29,7 +35,15 @@ from lws_operator.plan.meta import controller_ref
 from lws_operator.plan.pod_mutation import GANG_PROVIDER_KUBERNETES, GANG_PROVIDER_VOLCANO
 from lws_operator.plan.quantity import Quantity, add_all, max_into, parse
 
-NATIVE_API: Final = "scheduling.k8s.io/v1alpha2"
+NATIVE_GROUP: Final = "scheduling.k8s.io"
+# The native PodGroup versions whose shape the operator writes, newest first by Kubernetes'
+# version priority. In each, ``spec.schedulingPolicy.gang.minCount`` (at least 1) is the only
+# required field; the rest (workloadRef / podGroupTemplateRef, constraints, priority) is
+# optional, and the pods name the PodGroup in ``spec.schedulingGroup.podGroupName``.
+# v1alpha2: Kubernetes 1.36 (GenericWorkload, GangScheduling; alpha, so runtime-config).
+# v1beta1, v1alpha3: Kubernetes 1.37, which serves no v1alpha2 (GenericWorkload; neither
+# version is served by default, so runtime-config).
+NATIVE_VERSIONS: Final = ("v1beta1", "v1alpha3", "v1alpha2")
 VOLCANO_API: Final = "scheduling.volcano.sh/v1beta1"
 PLURAL: Final = "podgroups"
 VOLCANO_ANNOTATION_PREFIX: Final = "volcano.sh/"
@@ -37,23 +51,83 @@ VOLCANO_ANNOTATION_PREFIX: Final = "volcano.sh/"
 _POD_LEVEL = ("cpu", "memory")
 _HUGEPAGES = "hugepages-"
 
-_API = {GANG_PROVIDER_KUBERNETES: NATIVE_API, GANG_PROVIDER_VOLCANO: VOLCANO_API}
 # A PodGroup API that is not served yet (its CRD installed later) is tried again this often.
 CREATE_RETRY = 30.0
+# The Warning on each LeaderWorkerSet run without gangs because the cluster serves no PodGroup
+# API the operator knows.
+UNAVAILABLE_REASON: Final = "GangSchedulingUnavailable"
+
+
+@dataclass(frozen=True)
+class GangApi:
+    """A gang provider as this cluster serves it: the provider, and the apiVersion of the
+    PodGroups it is given."""
+
+    provider: str
+    api_version: str
+
+    def __post_init__(self) -> None:
+        if self.provider not in (GANG_PROVIDER_KUBERNETES, GANG_PROVIDER_VOLCANO):
+            known = sorted((GANG_PROVIDER_KUBERNETES, GANG_PROVIDER_VOLCANO))
+            raise ValueError(f"unknown gang provider {self.provider!r}; known: {known}")
+
+    @property
+    def group_version(self) -> tuple[str, str]:
+        group, _, version = self.api_version.partition("/")
+        return group, version
+
+
+VOLCANO: Final = GangApi(GANG_PROVIDER_VOLCANO, VOLCANO_API)
+
+
+def native_api(served: Mapping[str, Collection[str]]) -> str | None:
+    """The apiVersion of the native PodGroups to write: the newest of ``NATIVE_VERSIONS`` that
+    serves ``podgroups``, given ``served``, each served version of scheduling.k8s.io with the
+    resources it serves (discovery); None when there is none."""
+    for version in NATIVE_VERSIONS:
+        if PLURAL in served.get(version, ()):
+            return f"{NATIVE_GROUP}/{version}"
+    return None
+
+
+def resolve(provider: str, served: Mapping[str, Collection[str]]) -> GangApi | None:
+    """The PodGroup API of ``provider`` on a cluster serving ``served`` (scheduling.k8s.io's
+    versions and their resources), or None when the native API is not served. Volcano's is a
+    CRD that may be installed later: always its own version (creation retries meanwhile)."""
+    if provider == GANG_PROVIDER_VOLCANO:
+        return VOLCANO
+    if provider != GANG_PROVIDER_KUBERNETES:
+        raise ValueError(f"unknown gang provider {provider!r}")
+    api = native_api(served)
+    return None if api is None else GangApi(provider, api)
+
+
+def unavailable(cluster_version: str, served: Mapping[str, Collection[str]]) -> str:
+    """What to say when the kubernetes provider is configured and ``native_api`` found none:
+    the API it needs in each Kubernetes version, and what this cluster serves."""
+    unknown = sorted(v for v, resources in served.items() if PLURAL in resources)
+    if unknown:
+        serves = f"serves PodGroups only in {', '.join(unknown)}, which this operator does not know"
+    else:
+        serves = "serves none"
+    return (
+        f"gang scheduling with the kubernetes provider needs the {NATIVE_GROUP} PodGroup API "
+        "(v1alpha2 in Kubernetes 1.36 with the GenericWorkload and GangScheduling feature gates "
+        f"and --runtime-config={NATIVE_GROUP}/v1alpha2=true, v1beta1 in 1.37 with "
+        f"GenericWorkload and --runtime-config={NATIVE_GROUP}/v1beta1=true); this cluster "
+        f"({cluster_version}) {serves}: LeaderWorkerSets are run without gangs"
+    )
+
+
+def unavailable_event(message: str) -> Event:
+    """The Warning posted once on each LeaderWorkerSet run without gangs."""
+    return warning(UNAVAILABLE_REASON, CREATE, message)
 
 
 def creation_failed(name: str, api: str, status: int, message: str) -> Event:
     """The Warning for a PodGroup the API server refused; a 404 is most likely its API."""
     hint = f" (is the {api} PodGroup API served?)" if status == 404 else ""
     return warning(FAILED_CREATE, CREATE, f"Failed to create PodGroup {name}: {message}{hint}")
-
-
-def api_version(provider: str) -> str:
-    """The apiVersion of ``provider``'s PodGroups; ValueError for an unknown provider."""
-    try:
-        return _API[provider]
-    except KeyError:
-        raise ValueError(f"unknown gang provider {provider!r}; known: {sorted(_API)}") from None
 
 
 def pod_group_name(lws_name: str, leader: dict[str, Any]) -> str:
@@ -71,10 +145,10 @@ def min_member(lws: LeaderWorkerSet, spec: LeaderWorkerSetSpec) -> int:
 
 
 def pod_group(
-    provider: str, lws: LeaderWorkerSet, spec: LeaderWorkerSetSpec, leader: dict[str, Any]
+    api: GangApi, lws: LeaderWorkerSet, spec: LeaderWorkerSetSpec, leader: dict[str, Any]
 ) -> dict[str, Any]:
-    """The PodGroup body for the group led by ``leader``, with ``spec`` the LWS spec as
-    recorded in the leader's revision."""
+    """The PodGroup body of ``api`` for the group led by ``leader``, with ``spec`` the LWS spec
+    as recorded in the leader's revision. The native versions share the shape written here."""
     meta = leader["metadata"]
     labels = meta.get("labels") or {}
     body_meta: dict[str, Any] = {
@@ -88,10 +162,9 @@ def pod_group(
         "ownerReferences": [controller_ref("v1", "Pod", meta["name"], meta["uid"])],
     }
     minimum = min_member(lws, spec)
-    if provider == GANG_PROVIDER_KUBERNETES:
+    if api.provider == GANG_PROVIDER_KUBERNETES:
         group_spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": minimum}}}
     else:
-        api_version(provider)
         inherited = {
             k: v for k, v in lws.annotations.items() if k.startswith(VOLCANO_ANNOTATION_PREFIX)
         }
@@ -101,7 +174,7 @@ def pod_group(
         if (queue := lws.annotations.get(c.VOLCANO_QUEUE_ANNOTATION)) is not None:
             group_spec["queue"] = queue
     return {
-        "apiVersion": api_version(provider),
+        "apiVersion": api.api_version,
         "kind": "PodGroup",
         "metadata": body_meta,
         "spec": group_spec,

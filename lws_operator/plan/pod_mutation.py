@@ -19,8 +19,9 @@ from lws_operator.plan.podview import PodMutationError, PodView
 __all__ = ["GANG_PROVIDERS", "PodMutationError", "mutate_pod"]
 
 # Gang-scheduling providers. Not in api/constants.py yet (defined here until it has them):
-# Volcano names the PodGroup in an annotation; Kubernetes 1.36's native gang scheduling
-# (scheduling.k8s.io/v1alpha2 Workload/PodGroup) in pod.spec.schedulingGroup.
+# Volcano names the PodGroup in an annotation; Kubernetes' native gang scheduling
+# (scheduling.k8s.io PodGroup, 1.36 and later) in pod.spec.schedulingGroup. The webhook is given
+# the provider only when its PodGroups can exist (plan/gang.py ``resolve``).
 GANG_PROVIDER_VOLCANO: Final = "volcano"
 GANG_PROVIDER_KUBERNETES: Final = "kubernetes"
 GANG_PROVIDERS: Final = (GANG_PROVIDER_VOLCANO, GANG_PROVIDER_KUBERNETES)

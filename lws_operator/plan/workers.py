@@ -119,7 +119,7 @@ def plan_workers(
     statefulsets: Mapping[str, Obj],
     podgroups: Mapping[str, Obj],
     nodes: Mapping[str, Obj],
-    gang_provider: str | None,
+    gang_api: gang.GangApi | None,
 ) -> WorkerPlan:
     """``spec`` is the LWS spec at the revision the leader carries (None while that revision
     is not observed yet)."""
@@ -136,9 +136,9 @@ def plan_workers(
     ):
         service = replica_service(lws.name, leader, publish_not_ready(lws.spec.network_config))
     pod_group = None
-    if gang_provider is not None and gang.pod_group_name(lws.name, leader) not in podgroups:
+    if gang_api is not None and gang.pod_group_name(lws.name, leader) not in podgroups:
         try:
-            pod_group = gang.pod_group(gang_provider, lws, spec, leader)
+            pod_group = gang.pod_group(gang_api, lws, spec, leader)
         except ValueError as e:  # a quantity the API server would not have accepted
             note = f"PodGroup {gang.pod_group_name(lws.name, leader)}: {e}"
             return WorkerPlan(service, events=(warning(FAILED_CREATE, CREATE, note),))
@@ -160,7 +160,7 @@ def plan_workers(
     topology = lws.annotations.get(c.EXCLUSIVE_KEY_ANNOTATION)
     node_name = (leader.get("spec") or {}).get("nodeName")
     # Under a gang the leader waits for its workers: they follow it by affinity instead.
-    follow = bool(gang_provider and topology and not node_name)
+    follow = bool(gang_api and topology and not node_name)
     node_selector: dict[str, str] = {}
     if topology and not follow:
         if not node_name:

@@ -8,9 +8,10 @@ from typing import Any
 
 from lws_operator.controller.cache import Cache
 from lws_operator.controller.informer import Informer, Key
-from lws_operator.controller.operator import OperatorConfig, _children, node_informer
+from lws_operator.controller.operator import _children, node_informer
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan.gang import GangApi
 
 
 async def cache_of(
@@ -18,7 +19,7 @@ async def cache_of(
     namespace: str,
     lws: Mapping[Key, dict[str, Any]],
     *,
-    gang_provider: str | None = None,
+    gang_api: GangApi | None = None,
 ) -> Cache:
     """A cache holding the LeaderWorkerSets given (by (namespace, name)) as given, and every
     other object of ``namespace``, and the nodes, as they are now; it follows no watch."""
@@ -31,9 +32,7 @@ async def cache_of(
         informer.synced.set()
         cache.add_informer(store, informer)
 
-    for store, group, version, plural, projection in _children(
-        OperatorConfig(gang_provider=gang_provider)
-    ):
+    for store, group, version, plural, projection in _children(gang_api):
         api = f"{group}/{version}" if group else version
         path = resource_path(api, plural, namespace=namespace)
         await listed(store, Informer(kube, path, projection, lambda *_: None))

@@ -133,10 +133,17 @@ OWNER = {
 LABELS = {c.SET_NAME_LABEL: "sample", c.GROUP_INDEX_LABEL: "1", c.REVISION_KEY: "rk"}
 
 
-def test_native_pod_group() -> None:
+NATIVE = gang.GangApi("kubernetes", "scheduling.k8s.io/v1alpha2")
+APIS = {"kubernetes": NATIVE, "volcano": gang.VOLCANO}
+
+
+@pytest.mark.parametrize("version", gang.NATIVE_VERSIONS)
+def test_native_pod_group(version: str) -> None:
+    """One shape in every native version the operator knows; only the apiVersion differs."""
     obj = lws({"volcano.sh/x": "y"})
-    assert gang.pod_group("kubernetes", obj, obj.spec, LEADER) == {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
+    api = gang.GangApi("kubernetes", f"scheduling.k8s.io/{version}")
+    assert gang.pod_group(api, obj, obj.spec, LEADER) == {
+        "apiVersion": f"scheduling.k8s.io/{version}",
         "kind": "PodGroup",
         "metadata": {
             "name": "sample-1-rk",
@@ -155,7 +162,7 @@ def test_volcano_pod_group() -> None:
         "other/x": "y",
     }
     obj = lws(annotations)
-    assert gang.pod_group("volcano", obj, obj.spec, LEADER) == {
+    assert gang.pod_group(gang.VOLCANO, obj, obj.spec, LEADER) == {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {
@@ -171,14 +178,14 @@ def test_volcano_pod_group() -> None:
 
 def test_volcano_without_queue_or_volcano_annotations() -> None:
     obj = lws({"other/x": "y"})
-    body = gang.pod_group("volcano", obj, obj.spec, LEADER)
+    body = gang.pod_group(gang.VOLCANO, obj, obj.spec, LEADER)
     assert "annotations" not in body["metadata"] and "queue" not in body["spec"]
 
 
 @pytest.mark.parametrize("provider", ["kubernetes", "volcano"])
 def test_leader_ready_gangs_only_the_leader(provider: str) -> None:
     obj = lws(startupPolicy="LeaderReady")
-    body = gang.pod_group(provider, obj, obj.spec, LEADER)
+    body = gang.pod_group(APIS[provider], obj, obj.spec, LEADER)
     count = body["spec"].get("minMember") or body["spec"]["schedulingPolicy"]["gang"]["minCount"]
     assert count == 1
 
@@ -188,14 +195,80 @@ def test_size_and_templates_come_from_the_leaders_revision() -> None:
     recorded = LeaderWorkerSetSpec.model_validate(
         spec_of(None, {"containers": [req("w", cpu="1")]}, 2)
     )
-    body = gang.pod_group("volcano", obj, recorded, LEADER)
+    body = gang.pod_group(gang.VOLCANO, obj, recorded, LEADER)
     assert body["spec"]["minMember"] == 2 and body["spec"]["minResources"] == {"cpu": "2"}
 
 
 def test_unknown_provider() -> None:
-    obj = lws()
     with pytest.raises(ValueError, match="unknown gang provider 'slurm'"):
-        gang.pod_group("slurm", obj, obj.spec, LEADER)
+        gang.GangApi("slurm", "x/v1")
+    with pytest.raises(ValueError, match="unknown gang provider 'slurm'"):
+        gang.resolve("slurm", {})
+
+
+PG = frozenset({"podgroups", "podgroups/status", "workloads"})
+V1 = frozenset({"priorityclasses"})
+
+
+# (served: scheduling.k8s.io version -> resources, as discovered) -> native apiVersion or None
+VERSIONS: list[tuple[str, dict[str, frozenset[str]], str | None]] = [
+    ("1.31 / 1.33: v1 only", {"v1": V1}, None),
+    ("group not served at all", {}, None),
+    (
+        "1.35 with GenericWorkload: v1alpha1 Workloads only",
+        {"v1": V1, "v1alpha1": frozenset({"workloads"})},
+        None,
+    ),
+    ("1.36 with the gates and runtime-config", {"v1": V1, "v1alpha2": PG}, "v1alpha2"),
+    (
+        "1.36 without GenericWorkload: the version, no resources",
+        {"v1": V1, "v1alpha2": frozenset()},
+        None,
+    ),
+    ("1.36 Workloads but no PodGroups", {"v1": V1, "v1alpha2": frozenset({"workloads"})}, None),
+    ("1.37 with v1beta1", {"v1": V1, "v1beta1": PG}, "v1beta1"),
+    ("1.37 with v1beta1 and v1alpha3", {"v1": V1, "v1beta1": PG, "v1alpha3": PG}, "v1beta1"),
+    ("1.37 with v1alpha3 only", {"v1": V1, "v1alpha3": PG}, "v1alpha3"),
+    ("a mixed-version control plane", {"v1alpha2": PG, "v1beta1": PG}, "v1beta1"),
+    ("an unknown newer version alone", {"v1": V1 | {"podgroups"}}, None),
+    ("an unknown version beside a known one", {"v2": PG, "v1alpha2": PG}, "v1alpha2"),
+]
+
+
+@pytest.mark.parametrize(("case", "served", "want"), VERSIONS, ids=[v[0] for v in VERSIONS])
+def test_native_api_is_the_newest_known_version_serving_podgroups(
+    case: str, served: dict[str, frozenset[str]], want: str | None
+) -> None:
+    expected = None if want is None else f"scheduling.k8s.io/{want}"
+    assert gang.native_api(served) == expected
+    resolved = gang.resolve("kubernetes", served)
+    assert (resolved and resolved.api_version) == expected
+    if resolved is not None:
+        assert resolved.provider == "kubernetes"
+        assert resolved.group_version == ("scheduling.k8s.io", want)
+
+
+@pytest.mark.parametrize("served", [{}, {"v1beta1": PG}])
+def test_volcano_needs_no_discovery(served: dict[str, frozenset[str]]) -> None:
+    """Its CRD may come later: PodGroup creation retries until it is served."""
+    assert gang.resolve("volcano", served) == gang.VOLCANO
+    assert gang.VOLCANO.api_version == "scheduling.volcano.sh/v1beta1"
+
+
+def test_unavailable_names_the_feature_the_versions_and_the_cluster() -> None:
+    message = gang.unavailable("v1.33.13", {"v1": V1})
+    assert message == (
+        "gang scheduling with the kubernetes provider needs the scheduling.k8s.io PodGroup API "
+        "(v1alpha2 in Kubernetes 1.36 with the GenericWorkload and GangScheduling feature "
+        "gates and --runtime-config=scheduling.k8s.io/v1alpha2=true, v1beta1 in 1.37 with "
+        "GenericWorkload and --runtime-config=scheduling.k8s.io/v1beta1=true); this cluster "
+        "(v1.33.13) serves none: LeaderWorkerSets are run without gangs"
+    )
+    newer = gang.unavailable("v1.40.0", {"v1": V1 | {"podgroups"}})
+    assert "(v1.40.0) serves PodGroups only in v1, which this operator does not know" in newer
+    event = gang.unavailable_event(message)
+    assert (event.type, event.reason, event.note) == ("Warning", gang.UNAVAILABLE_REASON, message)
+    assert len(message) < 1024  # an Event's note
 
 
 @pytest.mark.parametrize("provider", ["kubernetes", "volcano"])

@@ -6,6 +6,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
+from lws_operator.plan.gang import GangApi
 from lws_operator.plan.groups import Group
 from lws_operator.plan.workers import is_foreign_workers, plan_workers
 from tests.unit.api.lws_testdata import base_object
@@ -44,7 +45,7 @@ def plan(model: LeaderWorkerSet, group: Group, **kw: Any) -> Any:
         "statefulsets": {},
         "podgroups": {},
         "nodes": {"n1": {"metadata": {"name": "n1", "labels": {"rack": "r1"}}}},
-        "gang_provider": None,
+        "gang_api": None,
     }
     args.update(kw)
     return plan_workers(model, group, **args)
@@ -116,14 +117,16 @@ def test_exclusive_placement_follows_the_leaders_topology_domain() -> None:
 
 def test_unique_per_replica_gets_its_service_and_gangs_their_pod_group() -> None:
     model = lws(networkConfig={"subdomainPolicy": "UniquePerReplica"})
-    out = plan(model, Group(0, leader()), spec=model.spec, gang_provider="kubernetes")
+    native = GangApi("kubernetes", "scheduling.k8s.io/v1beta1")
+    out = plan(model, Group(0, leader()), spec=model.spec, gang_api=native)
     assert out.service is not None and out.service["metadata"]["name"] == "demo-0"
     assert out.pod_group is not None and out.pod_group["metadata"]["name"] == "demo-0-k"
+    assert out.pod_group["apiVersion"] == "scheduling.k8s.io/v1beta1"
     done = plan(
         model,
         Group(0, leader()),
         spec=model.spec,
-        gang_provider="kubernetes",
+        gang_api=native,
         services={"demo-0": {}},
         podgroups={"demo-0-k": {}},
     )
