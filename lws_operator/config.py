@@ -45,8 +45,10 @@ class GangScheduling(_Strict):
     """Which scheduler gangs each group: a PodGroup per group, pods joined to it."""
 
     provider: GangProvider = Field(
-        description="kubernetes: Kubernetes >= 1.36 native PodGroups (scheduling.k8s.io/"
-        "v1alpha2); volcano: Volcano PodGroups (scheduling.volcano.sh/v1beta1)."
+        description="kubernetes: Kubernetes' native PodGroups, in the newest version the "
+        "cluster serves (scheduling.k8s.io/v1alpha2 in 1.36, v1beta1 in 1.37; none before "
+        "1.36: then no gangs, and an error says why); volcano: Volcano PodGroups "
+        "(scheduling.volcano.sh/v1beta1)."
     )
 
 

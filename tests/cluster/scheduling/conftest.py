@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
+from lws_operator.controller.operator import cluster_version, served_versions
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan import gang
 from lws_testbed.local import LocalCluster
 from lws_testbed.nodes import GPU_RESOURCE, RACK_LABEL, ZONE_LABEL, NodeShape, fake_nodes
 from lws_testbed.wait import Objects, wait_for_objects
@@ -129,3 +131,25 @@ def unschedulable(pod: dict[str, Any]) -> bool:
         cond.get("type") == "PodScheduled" and cond.get("status") == "False"
         for cond in (pod.get("status") or {}).get("conditions") or []
     )
+
+
+@dataclass(frozen=True)
+class NativeGangs:
+    """What the cluster under test serves of the native gang API, by discovery (as the
+    operator decides): the PodGroup apiVersion it would write (None: none), and its version."""
+
+    api: str | None
+    cluster_version: str
+
+    def unserved_reason(self) -> str:
+        return (
+            f"the cluster under test ({self.cluster_version}) serves no scheduling.k8s.io "
+            f"PodGroup API the operator knows ({', '.join(gang.NATIVE_VERSIONS)}; discovery): "
+            "native gang scheduling cannot run here"
+        )
+
+
+@pytest.fixture(scope="session")
+async def native_gangs(kube: Kube) -> NativeGangs:
+    served = await served_versions(kube, gang.NATIVE_GROUP)
+    return NativeGangs(gang.native_api(served), await cluster_version(kube))

@@ -1,6 +1,8 @@
-"""Native gang scheduling (Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` PodGroups and the
-scheduler's GangScheduling plugin), for real: the operator runs with
-``--gang-provider kubernetes`` for this module, in place of the session's.
+"""Native gang scheduling (``scheduling.k8s.io`` PodGroups: v1alpha2 in Kubernetes 1.36,
+v1beta1 in 1.37, and the scheduler's gang plugin), for real: the operator runs with
+``--gang-provider kubernetes`` for this module, in place of the session's. The PodGroups are
+read in the version the operator picks from discovery; a cluster serving none skips the module
+(``test_gang_unserved.py`` covers it).
 
 The capacity test: 4 groups of 2 pods with 4 GPUs each, on 3 nodes of 8 GPUs, so 3 groups fit.
 Without gangs the leaders (created first) would take 4 half-nodes and only 2 workers would fit:
@@ -33,26 +35,34 @@ from tests.cluster.controller.helpers import (
 )
 from tests.cluster.scheduling.conftest import (
     POOL_LABEL,
+    NativeGangs,
     NodePool,
     by_group,
     gpu_pod_spec,
     unschedulable,
 )
 
-API = "scheduling.k8s.io/v1alpha2"
+
+@pytest.fixture(scope="module")
+def api(native_gangs: NativeGangs) -> str:
+    """The PodGroup apiVersion the operator writes on this cluster."""
+    if native_gangs.api is None:
+        pytest.skip(native_gangs.unserved_reason())
+    return native_gangs.api
 
 
 @pytest.fixture(scope="module")
 async def gang_operator(
+    api: str,
     replace_session_operator: Callable[..., AbstractAsyncContextManager[OperatorProcess]],
 ) -> AsyncIterator[OperatorProcess]:
     async with replace_session_operator("--gang-provider", "kubernetes") as op:
         yield op
 
 
-async def pod_groups(kube: Kube, ns: str, name: str) -> dict[str, dict[str, Any]]:
+async def pod_groups(kube: Kube, api: str, ns: str, name: str) -> dict[str, dict[str, Any]]:
     listing = await kube.list(
-        resource_path(API, "podgroups", namespace=ns), label_selector=f"{c.SET_NAME_LABEL}={name}"
+        resource_path(api, "podgroups", namespace=ns), label_selector=f"{c.SET_NAME_LABEL}={name}"
     )
     return {g["metadata"]["name"]: g for g in listing["items"]}
 
@@ -69,7 +79,7 @@ def gang_state(pods: Objects) -> str:
 
 
 async def test_three_of_four_gangs_fit_the_fourth_waits_whole_until_capacity_is_added(
-    kube: Kube, namespace: str, gang_operator: OperatorProcess, node_pool: NodePool
+    kube: Kube, namespace: str, api: str, gang_operator: OperatorProcess, node_pool: NodePool
 ) -> None:
     ns, name, size = namespace, "gang", 2
     await node_pool.add_rack(nodes=3)
@@ -96,7 +106,7 @@ async def test_three_of_four_gangs_fit_the_fourth_waits_whole_until_capacity_is_
     bound = {i: [bool(p["spec"].get("nodeName")) for p in g] for i, g in by_group(pods).items()}
     assert sorted(map(sum, bound.values())) == [0, 2, 2, 2], f"a partial group:\n{shown}"
 
-    groups = await pod_groups(kube, ns, name)
+    groups = await pod_groups(kube, api, ns, name)
     leaders = {
         p["metadata"]["name"]: p for p in pods.values() if p["metadata"]["name"].count("-") == 1
     }
@@ -105,6 +115,7 @@ async def test_three_of_four_gangs_fit_the_fourth_waits_whole_until_capacity_is_
         labels = labels_of(leader)
         group_name = f"{leader_name}-{labels[c.REVISION_KEY]}"
         group = groups[group_name]
+        assert group["apiVersion"] == api
         assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": size}}
         assert labels_of(group) == {
             c.SET_NAME_LABEL: name,
@@ -164,14 +175,14 @@ async def test_exclusive_placement_under_gangs(
 
 
 async def test_leader_ready_gangs_of_one_new_revisions_and_cleanup(
-    kube: Kube, namespace: str, gang_operator: OperatorProcess
+    kube: Kube, namespace: str, api: str, gang_operator: OperatorProcess
 ) -> None:
     ns = namespace
     await create_available(kube, ns, lws_body("ready", replicas=1, size=3, startup="LeaderReady"))
     await create_available(kube, ns, lws_body("single", replicas=2, size=1))
-    (ready,) = (await pod_groups(kube, ns, "ready")).values()
+    (ready,) = (await pod_groups(kube, api, ns, "ready")).values()
     assert ready["spec"]["schedulingPolicy"] == {"gang": {"minCount": 1}}
-    single = await pod_groups(kube, ns, "single")
+    single = await pod_groups(kube, api, ns, "single")
     assert len(single) == 2
     assert all(g["spec"]["schedulingPolicy"] == {"gang": {"minCount": 1}} for g in single.values())
 
@@ -192,7 +203,7 @@ async def test_leader_ready_gangs_of_one_new_revisions_and_cleanup(
     want = {f"{ns}/single-{i}-{key}" for i in range(2)}
     await wait_for_objects(
         kube,
-        resource_path(API, "podgroups", namespace=ns),
+        resource_path(api, "podgroups", namespace=ns),
         lambda objs: set(objs) == want,
         timeout=60,
         what=f"only the new revision's PodGroups {sorted(want)} (status {lws.get('status')})",
@@ -203,7 +214,7 @@ async def test_leader_ready_gangs_of_one_new_revisions_and_cleanup(
         await kube.delete(lws_path(ns, name))
     await wait_for_objects(
         kube,
-        resource_path(API, "podgroups", namespace=ns),
+        resource_path(api, "podgroups", namespace=ns),
         lambda objs: not objs,
         timeout=60,
         what="every PodGroup garbage-collected with its LeaderWorkerSet",
