@@ -17,15 +17,13 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_crd(args: argparse.Namespace) -> int:
-    """Print (or write) a kind's CRD, or with --admission-policy its ValidatingAdmissionPolicy,
-    or with --mutating-policy the LeaderWorkerSet's MutatingAdmissionPolicy."""
+    """Print (or write) a kind's CRD, or with --admission-policy its ValidatingAdmissionPolicy."""
     from lws_operator.api import admission_policy, crd, ds_admission_policy, ds_crd
 
-    policy = "admission" if args.admission_policy else "mutating" if args.mutating_policy else ""
+    policy = "admission" if args.admission_policy else ""
     texts: dict[tuple[str, str], Callable[[], str]] = {
         (c.KIND, ""): crd.crd_yaml,
         (c.KIND, "admission"): admission_policy.policy_yaml,
-        (c.KIND, "mutating"): admission_policy.mutating_policy_yaml,
         (dc.KIND, ""): ds_crd.crd_yaml,
         (dc.KIND, "admission"): ds_admission_policy.policy_yaml,
         (dc.SCALER_KIND, ""): ds_crd.scaler_crd_yaml,
@@ -144,16 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=c.KIND,
         help=f"the kind whose CRD (or policy) to print (default {c.KIND})",
     )
-    which = crd.add_mutually_exclusive_group()
-    which.add_argument(
+    crd.add_argument(
         "--admission-policy",
         action="store_true",
         help="print the ValidatingAdmissionPolicy (and binding) installed with the CRD instead",
-    )
-    which.add_argument(
-        "--mutating-policy",
-        action="store_true",
-        help="print the MutatingAdmissionPolicy (and binding) installed with the CRD instead",
     )
     crd.set_defaults(handler=cmd_crd)
 

@@ -3,10 +3,10 @@ objects: the verdicts and messages of the API server.
 
 First the object is taken as the API server takes it before validating: nulls dropped (no
 field of the CRD is nullable, so the server prunes them and applies the defaults instead) and
-Go's zero values replaced as the MutatingAdmissionPolicy does. Then the layers, in the order
-the API server applies them: the schema (pydantic types, enums and
-required fields, plus unknown fields as ``kubectl --validate=strict`` reports them), the CRD
-rules, then the admission-policy rules. The rules themselves are in
+Go's zero values replaced as the operator's LeaderWorkerSet webhook does. Then the layers, in
+the order the API server applies them: the schema (pydantic types, enums and required fields,
+plus unknown fields as ``kubectl --validate=strict`` reports them), the CRD rules, then the
+admission-policy rules. The rules themselves are in
 :mod:`lws_operator.api.rules` and :mod:`lws_operator.api.ds_rules`.
 """
 
@@ -25,11 +25,11 @@ from pydantic import BaseModel, ValidationError
 from lws_operator.api import constants as c
 from lws_operator.api import crd, ds_crd, ds_rules
 from lws_operator.api import ds_constants as dc
-from lws_operator.api.admission_policy import ZERO_VALUE_DEFAULTS
 from lws_operator.api.ds_models import DisaggregatedSet, DisaggregatedSetRoleScaler
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.api.rules import RULES, Rule
 from lws_operator.api.types import ApiModel
+from lws_operator.api.zero_values import with_defaults
 
 
 @dataclass(frozen=True)
@@ -96,18 +96,11 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> li
 def as_admitted(obj: Mapping[str, Any], kind: Kind | None = None) -> dict[str, Any]:
     """``obj`` as the API server has it when it validates: every ``null`` in an object dropped
     (nulls inside lists stay, and are refused), then, for a LeaderWorkerSet, ``""`` stored as
-    upstream stores it where the MutatingAdmissionPolicy does so."""
+    upstream stores it where the operator's LeaderWorkerSet webhook does so."""
     out: dict[str, Any] = _without_nulls(obj)
     if kind is not None and kind.kind != c.KIND:
         return out
-    for path, default in ZERO_VALUE_DEFAULTS:
-        *parents, leaf = path
-        node: Any = out
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.get(leaf) == "":
-            node[leaf] = default
-    return out
+    return with_defaults(out)
 
 
 def _without_nulls(value: Any) -> Any:

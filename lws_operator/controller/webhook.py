@@ -1,9 +1,17 @@
-"""The pod mutating webhook: an HTTPS server answering AdmissionReviews for LWS pods, and the
+"""The mutating webhooks: an HTTPS server answering AdmissionReviews, and the
 MutatingWebhookConfiguration that points the API server at it.
 
-The decisions are pure (:mod:`lws_operator.plan.pod_mutation`); this module only speaks HTTP.
-The configuration selects pods labelled ``leaderworkerset.sigs.k8s.io/name`` at CREATE and
-fails closed, so no other pod in the cluster depends on the operator being up.
+Two webhooks, as upstream's configuration has (same names and paths):
+
+* ``mpod.kb.io``: LWS pods at CREATE (:mod:`lws_operator.plan.pod_mutation`). It selects pods
+  labelled ``leaderworkerset.sigs.k8s.io/name`` and fails closed, so no other pod in the
+  cluster depends on the operator being up.
+* ``mleaderworkerset.kb.io``: LeaderWorkerSets carrying Go's zero values, stored as upstream
+  stores them (:mod:`lws_operator.api.zero_values`). Its ``matchConditions`` send it only those
+  writes; every other LeaderWorkerSet write never reaches the operator. The same on every
+  Kubernetes version (docs/kubernetes-versions.md says why it is not an admission policy).
+
+The decisions are pure; this module only speaks HTTP.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from lws_operator.api import constants as c
+from lws_operator.api import zero_values
 from lws_operator.controller.certs import ServerTLS, ServingCert
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.plan.jsonpatch import admission_patch
@@ -26,8 +35,10 @@ from lws_operator.plan.pod_mutation import PodMutationError, mutate_pod
 log = logging.getLogger(__name__)
 
 POD_WEBHOOK_PATH = "/mutate--v1-pod"
+LWS_WEBHOOK_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 CONFIGURATION_NAME = "lws-mutating-webhook-configuration"
 POD_WEBHOOK_NAME = "mpod.kb.io"
+LWS_WEBHOOK_NAME = "mleaderworkerset.kb.io"
 _CONFIG_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 
 
@@ -49,6 +60,18 @@ def review_response(review: dict[str, Any], gang_provider: str | None) -> dict[s
             if patch := admission_patch(pod, mutated):
                 response["patchType"] = "JSONPatch"
                 response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def lws_review_response(review: dict[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview answer for one LeaderWorkerSet CREATE or UPDATE: Go's zero values
+    replaced by what upstream stores. Never denies: the schema and the rules judge the rest."""
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
+    lws = request.get("object")
+    if isinstance(lws, dict) and (patch := admission_patch(lws, zero_values.with_defaults(lws))):
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
@@ -105,6 +128,19 @@ class WebhookServer:
             )
         return web.json_response(answer)
 
+    async def _mutate_lws(self, request: web.Request) -> web.Response:
+        start = time.perf_counter()
+        self.requests += 1
+        try:
+            review = await request.json()
+        except ValueError:
+            response = web.Response(status=400, text="body is not an AdmissionReview")
+        else:
+            response = web.json_response(lws_review_response(review))
+        if self.on_request is not None:
+            self.on_request(LWS_WEBHOOK_PATH, response.status, time.perf_counter() - start)
+        return response
+
     async def _evict(self, request: web.Request) -> web.Response:
         assert self.evictions is not None
         path, review = self.evictions
@@ -127,6 +163,7 @@ class WebhookServer:
         """Start serving; returns the bound port (useful with port 0)."""
         app = web.Application()
         app.router.add_post(POD_WEBHOOK_PATH, self._mutate)
+        app.router.add_post(LWS_WEBHOOK_PATH, self._mutate_lws)
         if self.evictions is not None:
             app.router.add_post(self.evictions[0], self._evict)
         self._runner = web.AppRunner(app, access_log=None)
@@ -154,7 +191,14 @@ def client_config_service(
     return {"service": {"name": service, "namespace": namespace, "path": path, "port": port}}
 
 
-def webhook_configuration(client_config: dict[str, Any], ca_bundle: bytes) -> dict[str, Any]:
+def webhook_configuration(
+    client_config: Callable[[str], dict[str, Any]], ca_bundle: bytes
+) -> dict[str, Any]:
+    """Both webhooks, with ``client_config(path)`` saying where the API server reaches each."""
+
+    def client(path: str) -> dict[str, Any]:
+        return {**client_config(path), "caBundle": base64.b64encode(ca_bundle).decode()}
+
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -169,10 +213,7 @@ def webhook_configuration(client_config: dict[str, Any], ca_bundle: bytes) -> di
                 "sideEffects": "None",
                 "failurePolicy": "Fail",
                 "timeoutSeconds": 10,
-                "clientConfig": {
-                    **client_config,
-                    "caBundle": base64.b64encode(ca_bundle).decode(),
-                },
+                "clientConfig": client(POD_WEBHOOK_PATH),
                 "objectSelector": {
                     "matchExpressions": [{"key": c.SET_NAME_LABEL, "operator": "Exists"}]
                 },
@@ -185,7 +226,30 @@ def webhook_configuration(client_config: dict[str, Any], ca_bundle: bytes) -> di
                         "scope": "Namespaced",
                     }
                 ],
-            }
+            },
+            {
+                "name": LWS_WEBHOOK_NAME,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                # A zero value must never be stored: the schema would refuse it anyway.
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+                # Again after a later webhook (Kueue's) wrote a zero value back.
+                "reinvocationPolicy": "IfNeeded",
+                "clientConfig": client(LWS_WEBHOOK_PATH),
+                "matchConditions": [
+                    {"name": "go-zero-values", "expression": zero_values.match_condition()}
+                ],
+                "rules": [
+                    {
+                        "apiGroups": [c.GROUP],
+                        "apiVersions": [c.VERSION],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": [c.PLURAL],
+                        "scope": "Namespaced",
+                    }
+                ],
+            },
         ],
     }
 

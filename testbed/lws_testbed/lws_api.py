@@ -1,12 +1,10 @@
 """Installing the LeaderWorkerSet API (what ``kubectl apply --server-side -f crds/`` installs)
 and waiting until it is in effect, so the first LWS written after it is admitted.
 
-Served is not enough. The admission policies are loaded by the API server from informers, and
-the mutating policy needs the new kind's schema from the API server's OpenAPI document; until
-that is republished, every LWS write answers 503 ("Resource kind ... not found. There can be a
-delay between when CustomResourceDefinitions are created and when they are available"). A
-write at that moment fails: CI saw it in ``make bench-create``. Nothing can be watched for
-either, so dry-run creates probe them.
+Served is not enough: the admission policy is loaded by the API server from an informer.
+Nothing can be watched for that, so dry-run creates probe it. Go's zero values are stored as
+upstream stores them by the operator's webhook, so :func:`wait_zero_values` holds only once an
+operator serves it.
 """
 
 from __future__ import annotations
@@ -52,46 +50,64 @@ def _probe(name: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
 async def install_lws_api(
     kube: Kube, field_manager: str = FIELD_MANAGER, *, wait: bool = True
 ) -> None:
-    """Apply the CRD (waited on until served) and both admission policies; with ``wait``,
-    until both policies act."""
+    """Apply the CRD (waited on until served) and its admission policy; with ``wait``, until
+    the policy acts."""
     await Applier(kube, field_manager).apply_all(install_documents())
     if wait:
         await wait_lws_api(kube)
 
 
-async def wait_lws_api(kube: Kube, timeout: float = 60) -> None:
-    """Until the validating policy rejects what only it rejects, and the mutating one stores
-    Go's zero value as the default (its 503s retried)."""
+async def _until_dry_run(
+    kube: Kube,
+    probe: dict[str, Any],
+    holds: Callable[[dict[str, Any] | ApiError], bool],
+    *,
+    timeout: float,
+    what: str,
+) -> None:
+    """Until a dry-run create of ``probe`` answers what ``holds`` accepts (the stored object,
+    or the error)."""
     path = resource_path(c.API_VERSION, c.PLURAL, namespace="default")
-    probe = _probe("lws-policy-probe")
-    probe["metadata"]["annotations"] = {c.EXCLUSIVE_KEY_ANNOTATION: ""}
     last = ["nothing yet"]  # the last answer, for a timeout's message
 
-    async def policy_rejects() -> bool:
+    async def check() -> bool:
+        answer: dict[str, Any] | ApiError
         try:
-            await kube.create(path, probe, dry_run=True)
+            answer = stored = await kube.create(path, probe, dry_run=True)
+            last[0] = f"stored spec {stored['spec']}"
         except ApiError as e:
+            answer = e
             last[0] = f"{e.status} {e.message}"
-            return "ValidatingAdmissionPolicy" in e.message
-        last[0] = "admitted"
-        return False
+        return holds(answer)
 
-    zero = _probe("lws-mutating-policy-probe", {"rolloutStrategy": {"type": ""}})
+    try:
+        await until(check, timeout=timeout, what=what)
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}; the last dry-run create: {last[0]}") from None
 
-    async def zero_defaulted() -> bool:
-        try:
-            stored = await kube.create(path, zero, dry_run=True)
-        except ApiError as e:
-            last[0] = f"{e.status} {e.message}"
-            return False
-        last[0] = f"stored rolloutStrategy {stored['spec']['rolloutStrategy']}"
-        return bool(stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate")
 
-    for holds, what in (
-        (policy_rejects, "the admission policy to take effect"),
-        (zero_defaulted, "the mutating admission policy to take effect"),
-    ):
-        try:
-            await until(holds, timeout=timeout, what=what)
-        except TimeoutError as e:
-            raise TimeoutError(f"{e}; the last dry-run create: {last[0]}") from None
+async def wait_lws_api(kube: Kube, timeout: float = 60) -> None:
+    """Until the validating policy rejects what only it rejects."""
+    probe = _probe("lws-policy-probe")
+    probe["metadata"]["annotations"] = {c.EXCLUSIVE_KEY_ANNOTATION: ""}
+    await _until_dry_run(
+        kube,
+        probe,
+        lambda a: isinstance(a, ApiError) and "ValidatingAdmissionPolicy" in a.message,
+        timeout=timeout,
+        what="the admission policy to take effect",
+    )
+
+
+async def wait_zero_values(kube: Kube, timeout: float = 60) -> None:
+    """Until Go's zero value is stored as the default: the operator's LeaderWorkerSet webhook
+    is registered and answers."""
+    await _until_dry_run(
+        kube,
+        _probe("lws-zero-value-probe", {"rolloutStrategy": {"type": ""}}),
+        lambda a: (
+            not isinstance(a, ApiError) and a["spec"]["rolloutStrategy"]["type"] == "RollingUpdate"
+        ),
+        timeout=timeout,
+        what="the operator's LeaderWorkerSet webhook to store Go's zero values",
+    )

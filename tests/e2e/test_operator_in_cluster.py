@@ -20,12 +20,19 @@ import pytest
 
 from lws_operator import pki
 from lws_operator.api import constants as c
+from lws_operator.controller.webhook import LWS_WEBHOOK_PATH
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.realnode import images, pin_to_real_node
 from lws_testbed.realnode import node as realnode
 from lws_testbed.wait import Objects, wait_for_objects
-from tests.cluster.controller.helpers import create_available, is_available, lws_body, wait_lws
+from tests.cluster.controller.helpers import (
+    create_available,
+    is_available,
+    lws_body,
+    lws_path,
+    wait_lws,
+)
 from tests.e2e.conftest import E2E, image_archive
 from tests.e2e.helpers import (
     DEPLOYMENT,
@@ -86,13 +93,15 @@ async def test_installed_as_users_do(kube: Kube, e2e: E2E) -> None:
             name="lws-mutating-webhook-configuration",
         )
     )
-    (entry,) = hook["webhooks"]
+    entry, lws_entry = hook["webhooks"]
     assert entry["clientConfig"]["service"] == {
         "name": "lws-webhook-service",
         "namespace": OPERATOR_NS,
         "path": "/mutate--v1-pod",
         "port": 443,
     }
+    assert lws_entry["clientConfig"]["service"]["path"] == LWS_WEBHOOK_PATH
+    assert lws_entry["clientConfig"]["caBundle"] == entry["clientConfig"]["caBundle"]
     secret = await kube.get(
         resource_path("v1", "secrets", namespace=OPERATOR_NS, name="lws-webhook-server-cert")
     )
@@ -100,6 +109,23 @@ async def test_installed_as_users_do(kube: Kube, e2e: E2E) -> None:
     ca_bundle = base64.b64decode(entry["clientConfig"]["caBundle"])
     assert pki.is_signed_by(serving, ca_bundle)
     assert "lws-webhook-service.lws-system.svc" in pki.dns_names(serving)
+
+
+async def test_go_zero_values_stored_through_the_service(kube: Kube, e2e: E2E) -> None:
+    """A Go client's zero values reach the deployed replicas' LeaderWorkerSet webhook through
+    its Service and are stored as upstream stores them."""
+    await wait_deployment(kube, 2)
+    body = lws_body("zero-values", size=2)
+    body["spec"]["rolloutStrategy"] = {"type": ""}
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = ""
+    stored = await kube.create(lws_path("default"), body, dry_run=True)
+    assert stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate"
+    assert stored["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"] == {
+        "partition": 0,
+        "maxUnavailable": 1,
+        "maxSurge": 0,
+    }
+    assert stored["spec"]["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupOnPodRestart"
 
 
 async def test_restricted_pod_security_and_an_arbitrary_uid(kube: Kube, e2e: E2E) -> None:

@@ -1,8 +1,9 @@
 """Go's zero values and nulls are stored as upstream stores them: each case of
-``lws_cases.yaml`` with literal ``""`` or ``null`` values is created on this project's API (CRD
-and admission policies, on the session's cluster) and on upstream's (its CRD and defaulting
-webhook: the upstream manager v0.9.0, whose defaulting is v0.10.0's, on a local cluster of
-its own), and the stored specs, and what ``kubectl get -o yaml`` prints of them, must match.
+``lws_cases.yaml`` with literal ``""`` or ``null`` values is created on this project's API
+(CRD, admission policy and the operator's LeaderWorkerSet webhook, on the session's cluster)
+and on upstream's (its CRD and defaulting webhook: the upstream manager v0.9.0, whose
+defaulting is v0.10.0's, on a local cluster of its own), and the stored specs, and what
+``kubectl get -o yaml`` prints of them, must match.
 
 Upstream's webhook round-trips the object through Go structs, so it also writes Go's zero
 values of the pod template (``metadata: {}`` and ``resources: {}``, which the API server
@@ -12,19 +13,21 @@ keeps); they mean nothing and are compared away (:func:`without_go_noise`), and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import os
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from lws_operator.kube.client import Kube
+from lws_operator.kube.client import ApiError, Kube
 from lws_testbed import binaries, upstream
 from lws_testbed.local import ClusterConfig, LocalCluster
+from lws_testbed.lws_api import wait_zero_values
 from tests.cluster.conftest import lws_path, upstream_bins_or_skip
 from tests.unit.api.lws_testdata import Case, load_cases
 
@@ -124,3 +127,22 @@ async def test_stored_as_upstream_stores_it(
         assert without_go_noise(ours_printed) == without_go_noise(theirs_printed)
     finally:
         await upstream_kube.delete(lws_path("default", case.name))
+
+
+async def test_only_writes_with_zero_values_need_the_operator(
+    kube: Kube,
+    api_namespace: str,
+    pause_session_operator: Callable[[], contextlib.AbstractAsyncContextManager[None]],
+) -> None:
+    """The LeaderWorkerSet webhook's failure mode: while no operator answers, a write with a
+    Go zero value is refused naming the webhook (never stored as ``""``), and every other
+    LeaderWorkerSet write is admitted as usual (its matchConditions keep them away)."""
+    plain, zero = VALID[0], next(c for c in ZERO_AND_NULL if c.id == "go-zero-rollout-type")
+    async with pause_session_operator():
+        stored = await kube.create(lws_path(api_namespace), copy.deepcopy(plain.obj), dry_run=True)
+        assert stored["spec"]["rolloutStrategy"]["type"] == "RollingUpdate"
+        with pytest.raises(ApiError) as refused:
+            await kube.create(lws_path(api_namespace), copy.deepcopy(zero.obj), dry_run=True)
+        assert refused.value.status == 500, refused.value
+        assert 'failed calling webhook "mleaderworkerset.kb.io"' in refused.value.message
+    await wait_zero_values(kube)

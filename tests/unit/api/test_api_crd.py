@@ -12,17 +12,15 @@ import yaml
 
 from lws_operator.api import constants as c
 from lws_operator.api import crd, kube_schema
-from lws_operator.api.admission_policy import mutating_policy_yaml, policy_yaml
+from lws_operator.api.admission_policy import policy_yaml
 from lws_operator.cli import main
 
 ROOT = Path(__file__).parents[3]
 CRD_FILE = ROOT / "crds" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 POLICY_FILE = ROOT / "crds" / "leaderworkerset.x-k8s.io_admissionpolicy.yaml"
-MUTATING_POLICY_FILE = ROOT / "crds" / "leaderworkerset.x-k8s.io_mutatingpolicy.yaml"
 REGENERATE = (
     "run `lws-operator crd -o crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml && "
-    "lws-operator crd --admission-policy -o crds/leaderworkerset.x-k8s.io_admissionpolicy.yaml "
-    "&& lws-operator crd --mutating-policy -o crds/leaderworkerset.x-k8s.io_mutatingpolicy.yaml`"
+    "lws-operator crd --admission-policy -o crds/leaderworkerset.x-k8s.io_admissionpolicy.yaml`"
 )
 
 
@@ -32,10 +30,6 @@ def test_committed_crd_is_up_to_date() -> None:
 
 def test_committed_admission_policy_is_up_to_date() -> None:
     assert POLICY_FILE.read_text() == policy_yaml(), REGENERATE
-
-
-def test_committed_mutating_policy_is_up_to_date() -> None:
-    assert MUTATING_POLICY_FILE.read_text() == mutating_policy_yaml(), REGENERATE
 
 
 def test_cli_writes_what_it_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,8 +5,14 @@ from typing import Any
 import jsonpatch
 
 from lws_operator.api import constants as c
+from lws_operator.api import zero_values
 from lws_operator.controller.webhook import (
+    LWS_WEBHOOK_NAME,
+    LWS_WEBHOOK_PATH,
+    POD_WEBHOOK_NAME,
     POD_WEBHOOK_PATH,
+    client_config_url,
+    lws_review_response,
     review_response,
     webhook_configuration,
 )
@@ -62,12 +68,68 @@ def test_other_operations_pass_untouched() -> None:
 
 
 def test_configuration_selects_lws_pods_on_create_and_fails_closed() -> None:
-    cfg = webhook_configuration({"url": f"https://127.0.0.1:9443{POD_WEBHOOK_PATH}"}, b"CA")
-    (hook,) = cfg["webhooks"]
-    assert hook["failurePolicy"] == "Fail" and hook["sideEffects"] == "None"
-    assert hook["objectSelector"] == {
+    cfg = webhook_configuration(lambda path: client_config_url("127.0.0.1", 9443, path), b"CA")
+    pods, lws = cfg["webhooks"]
+    assert pods["name"] == POD_WEBHOOK_NAME
+    assert pods["failurePolicy"] == "Fail" and pods["sideEffects"] == "None"
+    assert pods["objectSelector"] == {
         "matchExpressions": [{"key": c.SET_NAME_LABEL, "operator": "Exists"}]
     }
-    assert hook["rules"][0]["operations"] == ["CREATE"]
-    assert hook["rules"][0]["resources"] == ["pods"]
-    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == b"CA"
+    assert pods["rules"][0]["operations"] == ["CREATE"]
+    assert pods["rules"][0]["resources"] == ["pods"]
+    assert pods["clientConfig"]["url"] == f"https://127.0.0.1:9443{POD_WEBHOOK_PATH}"
+    assert base64.b64decode(pods["clientConfig"]["caBundle"]) == b"CA"
+    assert lws["name"] == LWS_WEBHOOK_NAME
+    assert lws["clientConfig"]["url"] == f"https://127.0.0.1:9443{LWS_WEBHOOK_PATH}"
+    assert base64.b64decode(lws["clientConfig"]["caBundle"]) == b"CA"
+
+
+def test_lws_webhook_sees_only_writes_with_go_zero_values() -> None:
+    (lws,) = webhook_configuration(lambda path: {"url": path}, b"")["webhooks"][1:]
+    assert lws["rules"] == [
+        {
+            "apiGroups": [c.GROUP],
+            "apiVersions": [c.VERSION],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [c.PLURAL],
+            "scope": "Namespaced",
+        }
+    ]
+    assert lws["matchConditions"] == [
+        {"name": "go-zero-values", "expression": zero_values.match_condition()}
+    ]
+    assert lws["failurePolicy"] == "Fail" and lws["reinvocationPolicy"] == "IfNeeded"
+
+
+def lws_review(obj: dict[str, Any], operation: str = "CREATE") -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u-2", "operation": operation, "namespace": "ns", "object": obj},
+    }
+
+
+def test_lws_zero_values_are_patched_to_upstreams_defaults() -> None:
+    obj = {
+        "spec": {
+            "rolloutStrategy": {"type": ""},
+            "leaderWorkerTemplate": {"size": 2, "restartPolicy": ""},
+        }
+    }
+    response = lws_review_response(lws_review(obj, "UPDATE"))["response"]
+    assert response["uid"] == "u-2" and response["allowed"] is True
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert sorted(patch, key=lambda op: op["path"]) == [
+        {
+            "op": "replace",
+            "path": "/spec/leaderWorkerTemplate/restartPolicy",
+            "value": "RecreateGroupOnPodRestart",
+        },
+        {"op": "replace", "path": "/spec/rolloutStrategy/type", "value": "RollingUpdate"},
+    ]
+
+
+def test_lws_without_zero_values_is_allowed_unchanged() -> None:
+    for obj in ({"spec": {"rolloutStrategy": {"type": "RollingUpdate"}}}, {}, {"spec": None}):
+        response = lws_review_response(lws_review(obj))["response"]
+        assert response == {"uid": "u-2", "allowed": True}
