@@ -13,6 +13,13 @@ TESTBED := $(PY) -m lws_testbed
 # Options follow the subcommand: `python -m lws_testbed up --state-dir ...`.
 # KUEUE=1: Kueue runs in the local cluster too (make cluster-up, make run).
 KUEUE ?=
+# KUBE_VERSION=<one of KUBE_VERSIONS in testbed/lws_testbed/versions.env>: the local cluster, its
+# binaries and the real node run that Kubernetes version (default: versions.env's KUBE_VERSION).
+# Exported as LWS_KUBE_VERSION to every recipe (the test bed, the tests, build-bins.sh).
+KUBE_VERSION ?=
+ifneq ($(KUBE_VERSION),)
+export LWS_KUBE_VERSION := $(KUBE_VERSION)
+endif
 KUEUE_ARG := $(if $(filter-out 0,$(KUEUE)),--kueue)
 CLUSTER_ARGS := --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 PYTEST_ARGS ?=
@@ -24,7 +31,7 @@ BENCH_ARGS ?=
 ##@ Main
 
 .PHONY: run
-run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C (KUEUE=1: under a GPU queue)
+run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until Ctrl-C (KUEUE=1: under a GPU queue; KUBE_VERSION=)
 	$(TESTBED) build $(KUEUE_ARG) >/dev/null
 	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS) $(KUEUE_ARG)
 
@@ -81,7 +88,7 @@ test-kueue: $(STAMP) cluster-bins-unless-external ## All Kueue tests, against th
 	LWS_TEST_KUEUE_CONTROLLER=upstream $(PY) -m pytest tests/cluster/kueue $(PYTEST_ARGS)
 
 .PHONY: test-cluster
-test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane, or LWS_TEST_KUBECONFIG)
+test-cluster: $(STAMP) cluster-bins-unless-external ## Cluster tests (local control plane of KUBE_VERSION=..., or LWS_TEST_KUBECONFIG)
 	$(PY) -m pytest tests/cluster $(PYTEST_ARGS)
 
 ##@ Build and deploy (need Docker, or CONTAINER_TOOL=podman; kind for test-kind)
@@ -142,7 +149,7 @@ node-packages: ## Install the Debian packages a real node needs, when missing (c
 	@bash testbed/lws_testbed/realnode/node-packages.sh
 
 .PHONY: node-bins
-node-bins: $(STAMP) ## Build kubelet, kube-proxy (with the control plane, same pins), CoreDNS and lws-probe into the cache
+node-bins: $(STAMP) ## Build kubelet, kube-proxy (with the control plane, same pins; KUBE_VERSION=), CoreDNS and lws-probe
 	$(TESTBED) build --real-nodes 1
 
 .PHONY: e2e-images
@@ -150,7 +157,7 @@ e2e-images: node-packages node-bins ## Build the pause, workload and operator im
 	@$(TESTBED) image pause && $(TESTBED) image workload && $(TESTBED) image operator
 
 .PHONY: e2e-up
-e2e-up: e2e-images ## Local cluster + a real node + the operator deployed as users do (make deploy); kubeconfig .local/kubeconfig
+e2e-up: e2e-images ## Local cluster + a real node + the operator deployed as users do (make deploy; KUBE_VERSION=); kubeconfig .local/kubeconfig
 	$(PY) -m lws_testbed.e2e up $(CLUSTER_ARGS)
 
 .PHONY: e2e-down
@@ -158,7 +165,7 @@ e2e-down: $(STAMP) ## Stop the e2e cluster and restore the host (fails, listing 
 	$(PY) -m lws_testbed.e2e down $(CLUSTER_ARGS)
 
 .PHONY: test-e2e
-test-e2e: e2e-images ## e2e on a real node: e2e-up, the cluster suite against the deployed operator, tests/e2e, e2e-down, host check
+test-e2e: e2e-images ## e2e on a real node (KUBE_VERSION=): e2e-up, the cluster suite against the deployed operator, tests/e2e, e2e-down, host check
 	$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 ##@ Benchmarks
@@ -184,10 +191,10 @@ bench-scale: $(STAMP) cluster-bins ## Ours vs upstream at scale: 8,000 pods (P6)
 bench-recovery-real: e2e-images ## Group recovery on real containers (group of 4; grace 0 s and 3 s), ours vs upstream, median of 5
 	$(PY) -m bench.recovery_real --runs 5 $(BENCH_ARGS)
 
-##@ Local cluster
+##@ Local cluster (KUBE_VERSION=<one of KUBE_VERSIONS in testbed/lws_testbed/versions.env> picks Kubernetes)
 
 .PHONY: cluster-bins
-cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once; slow when cold; KUEUE=1: Kueue too)
+cluster-bins: $(STAMP) ## Build the control-plane binaries into the cache (once per KUBE_VERSION; slow when cold; KUEUE=1: Kueue too)
 	$(TESTBED) build $(KUEUE_ARG)
 
 .PHONY: kueue-bins
@@ -203,7 +210,7 @@ cluster-bins-unless-external: $(STAMP)
 	fi
 
 .PHONY: cluster-up
-cluster-up: cluster-bins ## Start the local cluster in the background (KUEUE=1: with Kueue); kubeconfig: .local/kubeconfig
+cluster-up: cluster-bins ## Start the local cluster in the background (KUBE_VERSION=1.33.13: that version; KUEUE=1: with Kueue); kubeconfig: .local/kubeconfig
 	$(TESTBED) up $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: cluster-down
@@ -221,4 +228,4 @@ clean: ## Remove the virtualenv and local state (not the binary cache)
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

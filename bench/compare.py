@@ -59,7 +59,8 @@ from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.ds_revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
-from lws_testbed.local import KCM_CONTROLLERS, ClusterConfig, LocalCluster
+from lws_testbed import kube_versions
+from lws_testbed.local import ClusterConfig, LocalCluster
 from lws_testbed.lws_api import install_lws_api
 from lws_testbed.nodes import NodeShape
 from lws_testbed.operator_process import start_operator
@@ -119,7 +120,7 @@ def settings() -> dict[str, Any]:
         "kube_controller_manager": {
             "kube_api_qps": cfg.kcm_qps,
             "kube_api_burst": cfg.kcm_burst,
-            "controllers": KCM_CONTROLLERS.split(","),
+            "controllers": list(kube_versions.selected().kcm_controllers),
         },
         "kube_scheduler": {"qps": cfg.scheduler_qps, "burst": cfg.scheduler_burst},
         "etcd": "tmpfs, --unsafe-no-fsync, auto-compaction 1h",

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from lws_operator.api.admission_policy import install_documents
-from lws_testbed import binaries, kueue, realnode
+from lws_testbed import binaries, kube_versions, kueue, realnode
 from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
@@ -74,7 +74,8 @@ def _banner(cluster: LocalCluster, kubeconfig: Path) -> str:
         f"local cluster up in {cluster.started_seconds:.1f}s: {cluster.server}, "
         f"{n.count} kwok nodes with {n.gpus} nvidia.com/gpu each{real}\n"
         f"  export KUBECONFIG={kubeconfig.resolve()}\n"
-        f"  kubectl get nodes        # kubectl v1.36 is at {binaries.bin_dir() / 'kubectl'}\n"
+        f"  kubectl get nodes        # kubectl v{cluster.kube_version.version} is at "
+        f"{binaries.bin_dir() / 'kubectl'}\n"
         f"  logs: {cluster.log_dir}" + with_kueue
     )
 
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     image.add_argument("which", choices=("pause", "workload", "operator"))
     args = parser.parse_args(argv)
     try:
+        if args.fn not in (cmd_down, cmd_status, cmd_preflight):
+            kube_versions.selected()  # one line for a version outside KUBE_VERSIONS
         return int(args.fn(args))
     except (ClusterError, binaries.BinariesError, images.ImageError, kueue.KueueError) as e:
         print(f"error: {e}", file=sys.stderr)

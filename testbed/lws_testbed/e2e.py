@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from lws_testbed import binaries, realnode
+from lws_testbed import binaries, kube_versions, realnode
 from lws_testbed.local import (
     ClusterConfig,
     ClusterError,
@@ -70,6 +70,7 @@ def deploy(kubeconfig: Path, image: str) -> None:
 
 
 def up(state_dir: Path, kubeconfig: Path) -> None:
+    kube_versions.selected()  # one line for a version outside KUBE_VERSIONS
     if reason := preflight.cannot_run_real_node():
         raise ClusterError(f"this machine cannot run a real node: {reason}")
     if running := running_components(state_dir):

@@ -37,7 +37,7 @@ import yaml
 from lws_operator import pki
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_testbed import binaries, kueue, realnode
+from lws_testbed import binaries, kube_versions, kueue, realnode
 from lws_testbed.nodes import NodeShape, fake_nodes
 from lws_testbed.pids import pid_runs
 from lws_testbed.realnode import host as realnode_host
@@ -47,42 +47,6 @@ from lws_testbed.realnode.node import NodeError, RealNode
 from lws_testbed.wait import Objects, WaitTimeout, wait_for_objects
 
 HERE = Path(__file__).resolve().parent
-FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
-RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
-# What LWS needs (StatefulSets, garbage collection, namespaces, service accounts, endpoints),
-# plus what tests of failures and gangs use (node lifecycle and taint eviction for lost nodes,
-# pod GC, disruption budgets, PodGroup protection), the type checking of the LWS admission
-# policy, the HPA (it drives DisaggregatedSet role scalers through their scale subresource),
-# and what kubectl users expect.
-KCM_CONTROLLERS = ",".join(
-    [
-        "statefulset-controller",
-        "garbage-collector-controller",
-        "namespace-controller",
-        "serviceaccount-controller",
-        "serviceaccount-token-controller",
-        "endpoints-controller",
-        "endpointslice-controller",
-        "endpointslice-mirroring-controller",
-        "replicaset-controller",
-        "deployment-controller",
-        "job-controller",
-        "pod-garbage-collector-controller",
-        "disruption-controller",
-        "horizontal-pod-autoscaler-controller",
-        "node-lifecycle-controller",
-        "taint-eviction-controller",
-        "root-ca-certificate-publisher-controller",
-        "clusterrole-aggregation-controller",
-        "podgroup-protection-controller",
-        # Storage: bind claims to pre-created PersistentVolumes (no provisioner runs), and
-        # let claims and volumes be deleted once nothing uses them.
-        "persistentvolume-binder-controller",
-        "persistentvolume-protection-controller",
-        "persistentvolumeclaim-protection-controller",
-        "validatingadmissionpolicy-status-controller",
-    ]
-)
 START_TIMEOUT = 120.0
 
 
@@ -201,6 +165,9 @@ def _interrupt_held() -> Iterator[None]:
 class LocalCluster:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
+        # What differs per Kubernetes version (feature gates, API versions, controllers);
+        # UnsupportedKubeVersion (a BinariesError) for a version outside KUBE_VERSIONS.
+        self.kube_version = kube_versions.selected()
         self.state_dir = config.state_dir.resolve()
         self.pki_dir = self.state_dir / "pki"
         self.log_dir = self.state_dir / "logs"
@@ -572,8 +539,7 @@ class LocalCluster:
                 "--endpoint-reconciler-type=none",
             ]
         argv += [
-            f"--feature-gates={FEATURE_GATES}",
-            f"--runtime-config={RUNTIME_CONFIG}",
+            *self.kube_version.component_flags(apiserver=True),
             f"--cert-dir={self.state_dir / 'apiserver-certs'}",
         ]
         if self.config.audit_log:
@@ -616,10 +582,10 @@ class LocalCluster:
                 f"--service-account-private-key-file={p / 'sa.key'}",
                 f"--root-ca-file={p / 'ca.crt'}",
                 "--use-service-account-credentials=false",
-                f"--controllers={KCM_CONTROLLERS}",
+                f"--controllers={','.join(self.kube_version.kcm_controllers)}",
                 f"--kube-api-qps={self.config.kcm_qps}",
                 f"--kube-api-burst={self.config.kcm_burst}",
-                f"--feature-gates={FEATURE_GATES}",
+                *self.kube_version.component_flags(),
             ],
         )
 
@@ -650,7 +616,7 @@ class LocalCluster:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={self.ports['scheduler']}",
                 f"--cert-dir={self.state_dir / 'scheduler-certs'}",
-                f"--feature-gates={FEATURE_GATES}",
+                *self.kube_version.component_flags(),
             ],
         )
 
@@ -905,7 +871,12 @@ def stop_detached(state_dir: Path, timeout: float = 15.0) -> list[str]:
     shutil.rmtree(state.get("etcd_dir", "/nonexistent"), ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         (state_dir / "state.json").unlink()
-    if node is not None and (diffs := node.cleanup()):
+    # kube-proxy's own cleanup, by the binary the node ran (another Kubernetes version than
+    # the one selected now, perhaps).
+    proxy = next(
+        (Path(p["argv0"]) for p in state.get("procs", []) if p["name"] == "kube-proxy"), None
+    )
+    if node is not None and (diffs := node.cleanup(proxy_bin=proxy)):
         raise ClusterError(
             "the host differs from before the real node started:\n  " + "\n  ".join(diffs)
         )

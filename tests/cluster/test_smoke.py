@@ -159,6 +159,14 @@ async def test_local_control_plane_version_and_gang_api(
         pytest.skip("describes the local control plane build")
     version = await kube.get("/version")
     assert version["gitVersion"] == f"v{pins()['KUBE_VERSION']}"
-    group = await kube.get("/apis/scheduling.k8s.io/v1alpha2")
-    kinds = {r["kind"] for r in group["resources"]}
+    # The native gang API in the version this Kubernetes serves (none before 1.36).
+    gang = local_cluster.kube_version.gang_api
+    group = await kube.get("/apis/scheduling.k8s.io")
+    served = {v["groupVersion"] for v in group["versions"]}
+    if gang is None:
+        assert served == {"scheduling.k8s.io/v1"}
+        return
+    assert gang.group_version in served
+    resources = await kube.get(f"/apis/{gang.group_version}")
+    kinds = {r["kind"] for r in resources["resources"]}
     assert {"Workload", "PodGroup"} <= kinds
