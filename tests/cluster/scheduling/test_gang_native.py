@@ -115,7 +115,6 @@ async def test_three_of_four_gangs_fit_the_fourth_waits_whole_until_capacity_is_
         labels = labels_of(leader)
         group_name = f"{leader_name}-{labels[c.REVISION_KEY]}"
         group = groups[group_name]
-        assert group["apiVersion"] == api
         assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": size}}
         assert labels_of(group) == {
             c.SET_NAME_LABEL: name,
