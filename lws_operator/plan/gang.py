@@ -125,8 +125,14 @@ def unavailable_event(message: str) -> Event:
 
 
 def creation_failed(name: str, api: str, status: int, message: str) -> Event:
-    """The Warning for a PodGroup the API server refused; a 404 is most likely its API."""
-    hint = f" (is the {api} PodGroup API served?)" if status == 404 else ""
+    """The Warning for a PodGroup the API server refused; a 404 is most likely its API (a
+    native version chosen at start-up and no longer served: the control plane was upgraded)."""
+    hint = ""
+    if status == 404:
+        hint = f" (is the {api} PodGroup API served?"
+        if api.startswith(f"{NATIVE_GROUP}/"):
+            hint += " The version is chosen when the operator starts: restart it"
+        hint += ")"
     return warning(FAILED_CREATE, CREATE, f"Failed to create PodGroup {name}: {message}{hint}")
 
 

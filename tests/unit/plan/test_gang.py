@@ -314,3 +314,18 @@ def test_follow_leader_adds_a_required_affinity_to_the_group() -> None:
             }
         ],
     }
+
+
+def test_a_refused_pod_group_hints_at_its_api() -> None:
+    volcano = gang.creation_failed("g", gang.VOLCANO_API, 404, "not found")
+    assert volcano.note == (
+        "Failed to create PodGroup g: not found "
+        "(is the scheduling.volcano.sh/v1beta1 PodGroup API served?)"
+    )
+    native = gang.creation_failed("g", "scheduling.k8s.io/v1alpha2", 404, "not found")
+    assert native.note == (
+        "Failed to create PodGroup g: not found (is the scheduling.k8s.io/v1alpha2 PodGroup API "
+        "served? The version is chosen when the operator starts: restart it)"
+    )
+    denied = gang.creation_failed("g", "scheduling.k8s.io/v1beta1", 403, "forbidden")
+    assert denied.note == "Failed to create PodGroup g: forbidden"
