@@ -1,8 +1,7 @@
 """What differs between the Kubernetes versions the local cluster runs (``make ...
 KUBE_VERSION=1.33.13``): the feature gates and API versions of the native gang-scheduling API,
-the controllers kube-controller-manager knows, and the version of the real node's kubelet and
-kube-proxy. Pure: ``local.py`` and ``realnode`` read every version-specific setting from here,
-nowhere else checks a version.
+and the controllers kube-controller-manager knows. Pure: ``local.py`` reads every
+version-specific setting from here, nowhere else checks a version.
 
 Each fact names the Kubernetes source it was read from, in the Go module cache
 (``$(go env GOMODCACHE)/k8s.io/kubernetes@v1.xx.y/<path>``).
@@ -32,6 +31,18 @@ Native gang scheduling (Workload and PodGroup in ``scheduling.k8s.io``):
   ``--runtime-config``. kube-controller-manager and kube-scheduler watch PodGroups through
   ``v1beta1`` (``cmd/kube-controller-manager/app/scheduling.go``,
   ``pkg/scheduler/eventhandlers.go``).
+
+The real node (``realnode``) runs the cluster's own kubelet and kube-proxy with the same
+configuration on every version: every KubeletConfiguration field it sets exists from 1.31.14 to
+1.37.2 (``pkg/kubelet/apis/config/types.go``), ``failCgroupV1`` included (default false in
+1.31 and 1.33, true in 1.36 and 1.37: ``pkg/kubelet/apis/config/v1beta1/defaults.go``; the
+node sets it false), and so does every KubeProxyConfiguration field
+(``pkg/proxy/apis/config/types.go``). Debian 12's
+containerd 1.6 lacks the CRI RuntimeConfig call; the 1.37 kubelet still falls back to its
+configured cgroupDriver then, and only counts the runtime in ``kubelet_cri_losing_support``
+("1.38.0"; ``k8s.io/kubernetes@v1.37.2 cmd/kubelet/app/server.go``, getCgroupDriverFromCRI). A
+1.37.2 node with containerd 1.6.20 registered Ready and ran containers, so no version needs an
+older kubelet.
 
 ``MaxUnavailableStatefulSet`` is left at each version's default (alpha off in 1.31 and 1.33,
 beta off in 1.36, beta on in 1.37: ``pkg/features/kube_features.go``): the operator detects
@@ -113,13 +124,6 @@ class KubeVersion:
     version: str  # e.g. "1.36.5"
     gang_api: GangApi | None
     kcm_controllers: tuple[str, ...]
-    # The real node's kubelet and kube-proxy. The same version everywhere: the 1.37 kubelet
-    # still falls back to its configured cgroupDriver when the runtime lacks the RuntimeConfig
-    # RPC, as Debian 12's containerd 1.6 does (``k8s.io/kubernetes@v1.37.2
-    # cmd/kubelet/app/server.go``, getCgroupDriverFromCRI: only counts CRILosingSupport
-    # "1.38.0"); ``failCgroupV1`` exists in every supported version's KubeletConfiguration
-    # (``pkg/kubelet/apis/config/types.go``, 1.31.14 to 1.37.2) and the node sets it false.
-    node_version: str
 
     @property
     def minor(self) -> int:
@@ -159,9 +163,7 @@ def for_version(version: str, supported: tuple[str, ...] | None = None) -> KubeV
         )
     gang = _GANG_APIS.get(minor)
     controllers = KCM_CONTROLLERS + (PODGROUP_CONTROLLERS if gang else ())
-    return KubeVersion(
-        version=version, gang_api=gang, kcm_controllers=controllers, node_version=version
-    )
+    return KubeVersion(version=version, gang_api=gang, kcm_controllers=controllers)
 
 
 def selected() -> KubeVersion:
