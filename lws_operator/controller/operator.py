@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import aiohttp
 import kopf
 
 from lws_operator.api import constants as c
@@ -335,6 +336,36 @@ async def cluster_version(kube: Kube) -> str:
         return f"version unknown: {e}"
 
 
+# Discovery failing at start-up for a passing reason (5xx, 429, no connection) is retried this
+# many times, DISCOVERY_RETRY seconds apart and doubling, before the start fails: running every
+# LWS without gangs on a wrong answer would last until a restart.
+DISCOVERY_ATTEMPTS = 5
+DISCOVERY_RETRY = 1.0
+
+
+async def _native_served(kube: Kube) -> tuple[dict[str, frozenset[str]], str]:
+    """scheduling.k8s.io's served versions and their resources, and "" or why discovery
+    was refused (then as if none were served)."""
+    delay = DISCOVERY_RETRY
+    for attempt in range(1, DISCOVERY_ATTEMPTS + 1):
+        try:
+            return await served_versions(kube, gang.NATIVE_GROUP), ""
+        except ApiError as e:
+            if e.status < 500 and e.status != 429:
+                return {}, f" (discovery of {gang.NATIVE_GROUP} was refused: {e.message})"
+            if attempt == DISCOVERY_ATTEMPTS:
+                raise
+            error: Exception = e
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            if attempt == DISCOVERY_ATTEMPTS:
+                raise
+            error = e
+        log.info("discovery of %s failed (%s); again in %.0f s", gang.NATIVE_GROUP, error, delay)
+        await asyncio.sleep(delay)
+        delay *= 2
+    raise AssertionError("unreachable")
+
+
 @dataclass(frozen=True)
 class GangWiring:
     """Gang scheduling as this cluster allows it: the PodGroup API written and watched (None:
@@ -359,10 +390,7 @@ async def gang_wiring(kube: Kube, provider: str | None) -> GangWiring:
     served: dict[str, frozenset[str]] = {}
     why = ""
     if provider == GANG_PROVIDER_KUBERNETES:
-        try:
-            served = await served_versions(kube, gang.NATIVE_GROUP)
-        except ApiError as e:
-            why = f" (discovery of {gang.NATIVE_GROUP} failed: {e.message})"
+        served, why = await _native_served(kube)
     api = gang.resolve(provider, served)
     if api is not None:
         log.info("gang scheduling: %s PodGroups (provider %s)", api.api_version, provider)

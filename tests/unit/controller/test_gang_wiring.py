@@ -31,7 +31,9 @@ class _Discovery:
             return {"major": "1", "gitVersion": self.git_version}
         found = await self.get_or_none(path)
         if found is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise ApiError(
+                404, "NotFound", "the server could not find the requested resource", None
+            )
         return found
 
     async def get_or_none(self, path: str) -> dict[str, Any] | None:
@@ -140,3 +142,41 @@ async def test_each_lws_gets_the_warning_once() -> None:
         with pytest.raises(_Stop):
             await one.run()
     assert posted == [("a", warning), ("b", warning)]
+
+
+class _Flaky(_Discovery):
+    """Discovery answering ``errors`` first, one per request to the group."""
+
+    def __init__(self, errors: list[Exception], versions: dict[str, list[dict[str, str]]]) -> None:
+        super().__init__("v1.37.2", versions)
+        self.errors = errors
+
+    async def get_or_none(self, path: str) -> dict[str, Any] | None:
+        if path == "/apis/scheduling.k8s.io" and self.errors:
+            raise self.errors.pop(0)
+        return await super().get_or_none(path)
+
+
+async def test_passing_discovery_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(operator, "DISCOVERY_RETRY", 0.0)
+    errors: list[Exception] = [
+        ApiError(503, "ServiceUnavailable", "busy", None),
+        ConnectionError("x"),
+    ]
+    kube = _Flaky(errors, {"v1beta1": PG})
+    wiring = await operator.gang_wiring(cast(Kube, kube), "kubernetes")
+    assert wiring.api == gang.GangApi("kubernetes", "scheduling.k8s.io/v1beta1")
+    always = [ApiError(503, "ServiceUnavailable", "busy", None)] * operator.DISCOVERY_ATTEMPTS
+    with pytest.raises(ApiError):  # the start fails rather than run without gangs on a guess
+        await operator.gang_wiring(cast(Kube, _Flaky(list(always), {"v1beta1": PG})), "kubernetes")
+
+
+async def test_refused_discovery_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    kube = _Flaky([ApiError(403, "Forbidden", "no discovery for you", None)], {"v1beta1": PG})
+    with caplog.at_level(logging.ERROR, logger=operator.log.name):
+        wiring = await operator.gang_wiring(cast(Kube, kube), "kubernetes")
+    assert wiring.api is None
+    (record,) = caplog.records
+    assert record.getMessage().endswith(
+        "(discovery of scheduling.k8s.io was refused: no discovery for you)"
+    ), record.getMessage()
