@@ -178,7 +178,7 @@ async def test_retained_claims_survive_scale_down_and_delete(
 async def test_changed_claims_keep_the_leaders_and_reach_new_workers(
     kube: Kube, lws_namespace: str, storage: str
 ) -> None:
-    """Kubernetes 1.36 still forbids changing a StatefulSet's volumeClaimTemplates. A changed
+    """Kubernetes (1.31 to 1.37) forbids changing a StatefulSet's volumeClaimTemplates. A changed
     claim size rolls the groups; the leader StatefulSet keeps its claims (a Warning says so),
     new worker StatefulSets get the new size. A renamed claim is not applied at all."""
     ns, name = lws_namespace, "resize"
@@ -189,7 +189,9 @@ async def test_changed_claims_keep_the_leaders_and_reach_new_workers(
     leader_sts = await kube.get(resource_path("apps/v1", "statefulsets", namespace=ns, name=name))
     old_key = labels_of(leader_sts)[c.REVISION_KEY]
 
-    # what Kubernetes 1.36 answers anyone changing a StatefulSet's claims (a dry run)
+    # what Kubernetes answers anyone changing a StatefulSet's claims (a dry run): up to 1.36
+    # "spec: Forbidden: updates to statefulset spec for fields other than ...", from 1.37
+    # "spec.volumeClaimTemplates: ... field is immutable"
     sts_path = resource_path("apps/v1", "statefulsets", namespace=ns, name=name)
     with pytest.raises(ApiError) as refused:
         await kube.request(
@@ -200,9 +202,14 @@ async def test_changed_claims_keep_the_leaders_and_reach_new_workers(
             content_type="application/merge-patch+json",
         )
     assert refused.value.status == 422, refused.value.message
-    assert "spec: Forbidden: updates to statefulset spec for fields other than" in (
-        refused.value.message
-    )
+    assert (
+        "spec: Forbidden: updates to statefulset spec for fields other than"
+        in refused.value.message
+        or (
+            "spec.volumeClaimTemplates" in refused.value.message
+            and "field is immutable" in refused.value.message
+        )
+    ), refused.value.message
 
     template = body["spec"]["leaderWorkerTemplate"]
     template["volumeClaimTemplates"] = [claim(storage, "2Gi")]
