@@ -20,6 +20,9 @@ KUBE_VERSION ?=
 ifneq ($(KUBE_VERSION),)
 export LWS_KUBE_VERSION := $(KUBE_VERSION)
 endif
+# Every supported version, and those make test runs the versions suite on beside the default.
+KUBE_VERSIONS := $(shell . testbed/lws_testbed/versions.env && echo $$KUBE_VERSIONS)
+TEST_KUBE_VERSIONS := $(shell . testbed/lws_testbed/versions.env && echo $$TEST_KUBE_VERSIONS)
 KUEUE_ARG := $(if $(filter-out 0,$(KUEUE)),--kueue)
 CLUSTER_ARGS := --state-dir $(LOCAL)/cluster --kubeconfig $(KUBECONFIG_LOCAL)
 PYTEST_ARGS ?=
@@ -36,8 +39,20 @@ run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until
 	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: test
-test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit, cluster, Kueue and e2e tests
+test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit, cluster, Kueue and e2e tests; the versions suite on TEST_KUBE_VERSIONS too
 	$(PY) -m pytest tests -m "not reliability_full and not kueue_full" --ignore=tests/e2e $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory e2e-unless-external
+	@if [ -n "$$LWS_TEST_KUBECONFIG" ]; then \
+		echo "versions suite skipped: LWS_TEST_KUBECONFIG is set (it runs on local clusters)"; \
+	else \
+		for v in $(TEST_KUBE_VERSIONS); do \
+			$(MAKE) --no-print-directory test-version KUBE_VERSION=$$v || exit 1; \
+		done; \
+	fi
+
+# The e2e suite (make test-e2e) where this machine can run a real node.
+.PHONY: e2e-unless-external
+e2e-unless-external: $(STAMP)
 	@if [ -n "$$LWS_TEST_KUBECONFIG" ]; then \
 		echo "test-e2e skipped: LWS_TEST_KUBECONFIG is set (the e2e suite makes its own real-node cluster)"; \
 	elif reason=$$($(TESTBED) preflight); then \
@@ -47,6 +62,28 @@ test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff,
 	else \
 		echo "test-e2e skipped: this machine cannot run a real node: $$reason"; \
 	fi
+
+.PHONY: test-version
+test-version: $(STAMP) cluster-bins-unless-external ## The versions suite (tests marked `versions`) on KUBE_VERSION=: the API on a local cluster, then on a real node the install from deploy/ and the rest
+	$(PY) -m pytest tests/cluster/api -m versions $(PYTEST_ARGS)
+	@if reason=$$($(TESTBED) preflight); then \
+		$(MAKE) --no-print-directory e2e-images && \
+		$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) -- -m versions $(PYTEST_ARGS); \
+	elif [ "$$CI" = true ]; then \
+		echo "test-version: this machine cannot run a real node: $$reason (CI=true: failing)"; exit 1; \
+	else \
+		echo "test-version: no real node here ($$reason): the rest on the local cluster"; \
+		$(PY) -m pytest tests/cluster -m versions --ignore=tests/cluster/api $(PYTEST_ARGS); \
+	fi
+
+.PHONY: test-versions
+test-versions: $(STAMP) ## Every cluster and e2e test make test runs, on every supported version (KUBE_VERSIONS; hours)
+	@for v in $(KUBE_VERSIONS); do \
+		echo "=== Kubernetes $$v"; \
+		$(MAKE) --no-print-directory cluster-bins-unless-external KUBE_VERSION=$$v && \
+		LWS_KUBE_VERSION=$$v $(PY) -m pytest tests/cluster -m "not reliability_full and not kueue_full" $(PYTEST_ARGS) && \
+		$(MAKE) --no-print-directory e2e-unless-external KUBE_VERSION=$$v || exit 1; \
+	done
 
 ##@ Development
 

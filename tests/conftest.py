@@ -37,6 +37,7 @@ VERSIONS_SUITE = (
     "tests/cluster/scheduling/test_gang_unserved.py",
     "tests/e2e/test_operator_in_cluster.py",
     "tests/e2e/test_real_containers.py",
+    "tests/e2e/after_teardown/test_host_restored.py",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ Each fact names the Kubernetes source it was read from, in the Go module cache
 Native gang scheduling (Workload and PodGroup in ``scheduling.k8s.io``):
 
 * 1.31, 1.33: no such API; no ``GenericWorkload``/``GangScheduling`` gate
-  (``k8s.io/kubernetes@v1.31.14 pkg/features/kube_features.go`` and
+  (``k8s.io/kubernetes@v1.31.0 pkg/features/kube_features.go`` and
   ``@v1.33.13``: neither name is defined). A component given a gate it does not know refuses
   to start, so none is passed.
 * 1.36: ``scheduling.k8s.io/v1alpha2`` (``k8s.io/kubernetes@v1.36.5
@@ -33,7 +33,7 @@ Native gang scheduling (Workload and PodGroup in ``scheduling.k8s.io``):
   ``pkg/scheduler/eventhandlers.go``).
 
 The real node (``realnode``) runs the cluster's own kubelet and kube-proxy with the same
-configuration on every version: every KubeletConfiguration field it sets exists from 1.31.14 to
+configuration on every version: every KubeletConfiguration field it sets exists from 1.31.0 to
 1.37.2 (``pkg/kubelet/apis/config/types.go``), ``failCgroupV1`` included (default false in
 1.31 and 1.33, true in 1.36 and 1.37: ``pkg/kubelet/apis/config/v1beta1/defaults.go``; the
 node sets it false), and so does every KubeProxyConfiguration field
@@ -61,7 +61,7 @@ from lws_testbed import binaries
 # policy, the HPA (it drives DisaggregatedSet role scalers through their scale subresource),
 # and what kubectl users expect. kube-controller-manager refuses a name it does not know
 # (``--controllers``); every name is in ``cmd/kube-controller-manager/names/controller_names.go``
-# of 1.31.14, 1.33.13, 1.36.5 and 1.37.2 except ``podgroup-protection-controller`` (1.36 and
+# of 1.31.0, 1.33.13, 1.36.5 and 1.37.2 except ``podgroup-protection-controller`` (1.36 and
 # later: PODGROUP_CONTROLLERS).
 KCM_CONTROLLERS: tuple[str, ...] = (
     "statefulset-controller",
@@ -91,7 +91,7 @@ KCM_CONTROLLERS: tuple[str, ...] = (
 )
 # Only where the gang API exists (``k8s.io/kubernetes@v1.36.5
 # cmd/kube-controller-manager/names/controller_names.go``; absent from @v1.33.13 and
-# @v1.31.14). It runs only with GenericWorkload on (``@v1.37.2
+# @v1.31.0). It runs only with GenericWorkload on (``@v1.37.2
 # cmd/kube-controller-manager/app/scheduling.go``: ``requiredFeatureGates``).
 PODGROUP_CONTROLLERS: tuple[str, ...] = ("podgroup-protection-controller",)
 

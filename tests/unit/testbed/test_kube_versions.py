@@ -15,7 +15,7 @@ from lws_testbed.local import ClusterConfig, LocalCluster
 
 # version, --feature-gates, --runtime-config, the gang API, podgroup-protection-controller
 TABLE = [
-    ("1.31.14", "", "", None, False),
+    ("1.31.0", "", "", None, False),
     ("1.33.13", "", "", None, False),
     (
         "1.36.5",
@@ -86,7 +86,7 @@ def test_an_unsupported_version_is_one_line(version: str) -> None:
         for_version(version)
     assert str(err.value) == (
         f"Kubernetes {version} is not supported (KUBE_VERSION): pick one of "
-        "1.31.14, 1.33.13, 1.36.5, 1.37.2"
+        "1.31.0, 1.33.13, 1.36.5, 1.37.2"
     )
 
 
@@ -118,7 +118,7 @@ def test_the_cli_refuses_an_unsupported_version_in_one_line() -> None:
     assert proc.returncode == 1
     assert proc.stderr == (
         "error: Kubernetes 1.34.0 is not supported (KUBE_VERSION): pick one of "
-        "1.31.14, 1.33.13, 1.36.5, 1.37.2\n"
+        "1.31.0, 1.33.13, 1.36.5, 1.37.2\n"
     )
 
 
