@@ -64,16 +64,23 @@ e2e-unless-external: $(STAMP)
 	fi
 
 .PHONY: test-version
-test-version: $(STAMP) cluster-bins-unless-external ## The versions suite (tests marked `versions`) on KUBE_VERSION=: the API on a local cluster, then on a real node the install from deploy/ and the rest
+test-version: $(STAMP) cluster-bins-unless-external e2e-images-unless-external ## The versions suite (tests marked `versions`) on KUBE_VERSION=: the API on a local cluster, then on a real node the install from deploy/ and the rest
 	$(PY) -m pytest tests/cluster/api -m versions $(PYTEST_ARGS)
 	@if reason=$$($(TESTBED) preflight); then \
-		$(MAKE) --no-print-directory e2e-images && \
 		$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) -- -m versions $(PYTEST_ARGS); \
 	elif [ "$$CI" = true ]; then \
 		echo "test-version: this machine cannot run a real node: $$reason (CI=true: failing)"; exit 1; \
 	else \
 		echo "test-version: no real node here ($$reason): the rest on the local cluster"; \
 		$(PY) -m pytest tests/cluster -m versions --ignore=tests/cluster/api $(PYTEST_ARGS); \
+	fi
+
+# The e2e images where this machine can run a real node (test-version needs them there).
+.PHONY: e2e-images-unless-external
+e2e-images-unless-external: $(STAMP)
+	@if $(TESTBED) preflight >/dev/null; then \
+		bash testbed/lws_testbed/realnode/node-packages.sh && \
+		$(TESTBED) image pause && $(TESTBED) image workload && $(TESTBED) image operator; \
 	fi
 
 .PHONY: test-versions

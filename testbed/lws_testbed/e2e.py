@@ -202,7 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, default=Path(".local/cluster"))
     parser.add_argument("--kubeconfig", type=Path, default=Path(".local/kubeconfig"))
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (test)")
-    args = parser.parse_args(argv)
+    # Everything after "--" goes to pytest as it is (argparse alone would refuse it once the
+    # options sit between the command and "--").
+    argv = sys.argv[1:] if argv is None else argv
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    args.pytest_args += argv[cut + 1 :]
     try:
         if args.command == "up":
             up(args.state_dir, args.kubeconfig)

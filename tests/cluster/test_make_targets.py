@@ -47,6 +47,8 @@ NOT_HERE = {
     "e2e-up": "make test-e2e runs it (one real-node cluster per machine, after this suite)",
     "e2e-down": "make test-e2e runs it, then checks the host",
     "test-e2e": "make test runs it after this suite",
+    "test-version": "make test runs it on 1.33 and 1.37 after this suite",
+    "test-versions": "every cluster and e2e test on four Kubernetes versions (hours)",
     "bench-recovery-real": "tests/e2e/after_teardown runs it small (a real node of its own)",
 }
 
