@@ -101,6 +101,10 @@ VALID = [
         "percentages",
         ds("pd", role("a", 4, **ruc(maxSurge="50%", maxUnavailable="25%")), role("b")),
     ),
+    Case(
+        "percentages with leading zeros, up to maxLength",
+        ds("pd", role("a", 4, **ruc(maxSurge="0100%", maxUnavailable="0" * 61 + "99%")), role("b")),
+    ),
     Case("partition 0", ds("pd", role("a", 2, **ruc(partition=0)), role("b"))),
     Case(
         "External with replicas > 1 is a warning",
@@ -180,6 +184,30 @@ INVALID = [
         ds("pd", role("a", 2, **ruc(maxSurge="150%")), role("b")),
         "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge",
         "must not be greater than 100%",
+    ),
+    Case(
+        "maxUnavailable 101% with a leading zero, in the second role",
+        ds("pd", role("a"), role("b", 2, **ruc(maxUnavailable="0101%"))),
+        "spec.roles[1].spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable",
+        "must not be greater than 100%",
+    ),
+    Case(
+        "maxSurge of 63 nines",
+        ds("pd", role("a", 2, **ruc(maxSurge="9" * 63 + "%")), role("b")),
+        "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge",
+        "must not be greater than 100%",
+    ),
+    Case(
+        "maxSurge with a line break among its digits",
+        ds("pd", role("a", 2, **ruc(maxSurge="1\n0%")), role("b")),
+        "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge",
+        "must be an integer or a percentage",
+    ),
+    Case(
+        "maxUnavailable ending in two percent signs",
+        ds("pd", role("a", 2, **ruc(maxUnavailable="5%%")), role("b")),
+        "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable",
+        "must be an integer or a percentage",
     ),
     Case(
         "negative maxUnavailable",

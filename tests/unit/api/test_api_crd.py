@@ -13,6 +13,7 @@ import yaml
 from lws_operator.api import constants as c
 from lws_operator.api import crd, kube_schema
 from lws_operator.api.admission_policy import policy_yaml
+from lws_operator.api.types import INT_OR_STRING_MAX_LENGTH
 from lws_operator.cli import main
 
 ROOT = Path(__file__).parents[3]
@@ -178,3 +179,11 @@ def test_extraction_is_reproducible(tmp_path: Path) -> None:
     out = tmp_path / "kube_schemas.json"
     assert kube_schema.main([str(openapi), "-o", str(out)]) == 0
     assert out.read_text() == kube_schema.SCHEMA_FILE.read_text()
+
+
+def test_percent_rule_reads_digits_a_double_holds() -> None:
+    """The CRD rule "must not be greater than 100%" converts the digits with double(), which
+    fails above ~1.8e308; maxLength keeps the value to 63 digits before any CRD rule runs."""
+    assert INT_OR_STRING_MAX_LENGTH - 1 < 309
+    assert float("9" * (INT_OR_STRING_MAX_LENGTH - 1)) > 100.0
+    assert float("0" * (INT_OR_STRING_MAX_LENGTH - 4) + "100") == 100.0
