@@ -65,9 +65,9 @@ e2e-unless-external: $(STAMP)
 
 .PHONY: test-version
 test-version: $(STAMP) cluster-bins-unless-external e2e-images-unless-external ## The versions suite (tests marked `versions`) on KUBE_VERSION=: the API on a local cluster, then on a real node the install from deploy/ and the rest
-	$(PY) -m pytest tests/cluster/api -m versions $(PYTEST_ARGS)
+	$(PY) -m pytest tests/cluster/api -m versions -rs $(PYTEST_ARGS)
 	@if reason=$$($(TESTBED) preflight); then \
-		$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) -- -m versions $(PYTEST_ARGS); \
+		$(PY) -m lws_testbed.e2e test $(CLUSTER_ARGS) -- -m versions -rs $(PYTEST_ARGS); \
 	elif [ "$$CI" = true ]; then \
 		echo "test-version: this machine cannot run a real node: $$reason (CI=true: failing)"; exit 1; \
 	else \

@@ -89,12 +89,17 @@ IntOrString = Annotated[
 ]
 
 
-# Integers exactly as the API server takes them: no "3", no 3.0, no true.
+# Integers exactly as the API server takes them: no "3", no 3.0, no true. The bounds of an
+# int32 are also written out: before Kubernetes 1.34 the API server does not enforce
+# ``format: int32`` on custom resources, and a value the Go types cannot hold must be refused
+# at admission on every supported version, not by the controllers that decode it.
 Int32 = Annotated[
     int,
     Strict(),
     Field(ge=-(2**31), le=2**31 - 1),
-    WithJsonSchema({"type": "integer", "format": "int32"}),
+    WithJsonSchema(
+        {"type": "integer", "format": "int32", "minimum": -(2**31), "maximum": 2**31 - 1}
+    ),
 ]
 Int64 = Annotated[
     int,

@@ -16,6 +16,7 @@ from lws_operator.api.ds_admission_policy import POLICY_NAME
 from lws_operator.api.ds_models import DisaggregatedSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_testbed.lws_api import until
+from lws_testbed.simulate import retry_conflicts
 from tests.cluster.disaggregated.helpers import ds_path, scaler_path
 from tests.unit.api.ds_cases import INVALID, VALID, Case, ds, role
 
@@ -44,8 +45,9 @@ async def submit(kube: Kube, ns: str, case: Case) -> tuple[dict[str, Any], list[
     name = case.obj["metadata"]["name"]
     if case.old is not None:
         await kube.create(ds_path(ns), copy.deepcopy(case.old))
-    try:
-        method, path = ("POST", ds_path(ns)) if case.old is None else ("PUT", ds_path(ns, name))
+    method, path = ("POST", ds_path(ns)) if case.old is None else ("PUT", ds_path(ns, name))
+
+    async def write() -> tuple[dict[str, Any], list[str]]:
         body = copy.deepcopy(case.obj)
         if case.old is not None:
             current = await kube.get(ds_path(ns, name))
@@ -58,6 +60,11 @@ async def submit(kube: Kube, ns: str, case: Case) -> tuple[dict[str, Any], list[
         finally:
             resp.release()
         return stored, found
+
+    try:
+        # The operator's DisaggregatedSet controller may write the old object (its status)
+        # between the read and the update: read again on a conflict, as any client does.
+        return await retry_conflicts(write)
     finally:
         if case.old is not None:
             await kube.delete(ds_path(ns, name))
