@@ -90,9 +90,9 @@ IntOrString = Annotated[
 
 
 # Integers exactly as the API server takes them: no "3", no 3.0, no true. The bounds of an
-# int32 are also written out: before Kubernetes 1.34 the API server does not enforce
-# ``format: int32`` on custom resources, and a value the Go types cannot hold must be refused
-# at admission on every supported version, not by the controllers that decode it.
+# int32 are also written out: Kubernetes 1.33's API server does not enforce ``format: int32``
+# on custom resources (1.36's does), and a value the Go types cannot hold must be refused at
+# admission on every supported version, not by the controllers that decode it.
 Int32 = Annotated[
     int,
     Strict(),
