@@ -85,12 +85,15 @@ e2e-images-unless-external: $(STAMP)
 
 .PHONY: test-versions
 test-versions: $(STAMP) ## Every cluster and e2e test make test runs, on every supported version (KUBE_VERSIONS; hours)
-	@for v in $(KUBE_VERSIONS); do \
-		echo "=== Kubernetes $$v"; \
-		$(MAKE) --no-print-directory cluster-bins-unless-external KUBE_VERSION=$$v && \
-		LWS_KUBE_VERSION=$$v $(PY) -m pytest tests/cluster -m "not reliability_full and not kueue_full" $(PYTEST_ARGS) && \
-		$(MAKE) --no-print-directory e2e-unless-external KUBE_VERSION=$$v || exit 1; \
-	done
+	@for v in $(KUBE_VERSIONS); do $(MAKE) --no-print-directory test-all-on-version KUBE_VERSION=$$v || exit 1; done
+
+# One version of test-versions. A recipe line that names $(MAKE) runs even under `make -n`:
+# such lines call make alone.
+.PHONY: test-all-on-version
+test-all-on-version: $(STAMP) cluster-bins-unless-external
+	@echo "=== Kubernetes $(LWS_KUBE_VERSION)"
+	$(PY) -m pytest tests/cluster -m "not reliability_full and not kueue_full" $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory e2e-unless-external
 
 ##@ Development
 
