@@ -25,7 +25,12 @@ def test_everything_after_the_separator_goes_to_pytest(
     monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: list[str]
 ) -> None:
     seen: list[tuple[Path, Path, list[str]]] = []
-    monkeypatch.setattr(e2e, "test", lambda s, k, args: seen.append((s, k, args)) or 0)
+
+    def test(state: Path, kubeconfig: Path, pytest_args: list[str]) -> int:
+        seen.append((state, kubeconfig, pytest_args))
+        return 0
+
+    monkeypatch.setattr(e2e, "test", test)
     assert e2e.main(argv) == 0
     ((state, _kubeconfig, pytest_args),) = seen
     assert state == Path("s") and pytest_args == expected
