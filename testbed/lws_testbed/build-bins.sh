@@ -75,6 +75,12 @@ have_all() {
   done
 }
 
+# One build per binary directory at a time: a second one (make test's background build of the
+# other versions, then the version's own step) waits for the first and finds its binaries.
+mkdir -p "$cache"
+exec 9>"$cache/.build-$(basename "$bins").lock"
+flock 9
+
 if have_all; then
   echo "$bins"
   exit 0
