@@ -78,7 +78,7 @@ have_all() {
 # One build per binary directory at a time: a second one (make test's background build of the
 # other versions, then the version's own step) waits for the first and finds its binaries.
 mkdir -p "$cache"
-exec 9>"$cache/.build-$(basename "$bins").lock"
+exec 9>"$cache/.build-${bins##*/}.lock"
 flock 9
 
 if have_all; then

@@ -20,7 +20,8 @@ def test_missing_go_is_one_clear_line(tmp_path: Path) -> None:
     # A PATH with the shell tools the script uses, but no Go.
     tools = tmp_path / "bin"
     tools.mkdir()
-    for tool in ("dirname", "mktemp", "rm", "mkdir", "sed", "cut", "date", "grep", "awk"):
+    tools_used = ("dirname", "mktemp", "rm", "mkdir", "sed", "cut", "date", "grep", "awk", "flock")
+    for tool in tools_used:
         if found := shutil.which(tool):
             (tools / tool).symlink_to(found)
     proc = run_build(tmp_path, PATH=str(tools))
