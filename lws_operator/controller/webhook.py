@@ -75,22 +75,24 @@ def lws_review_response(review: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
+# One endpoint's answer to a parsed AdmissionReview.
+Answer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
 class WebhookServer:
-    """Serves the pod webhook over TLS; :meth:`load` swaps the certificate without a restart."""
+    """Serves the admission webhooks over TLS; :meth:`load` swaps the certificate without a
+    restart."""
 
     def __init__(self, host: str, port: int, gang_provider: str | None = None) -> None:
         self.host = host
         self.port = port
         self.gang_provider = gang_provider
-        self.requests = 0
-        self.denied = 0
         # Called with (path, HTTP status, seconds) after each request (metrics).
         self.on_request: Callable[[str, int, float], None] | None = None
         self.tls = ServerTLS("webhook")
         self._runner: web.AppRunner | None = None
         # The eviction webhook (controller/eviction.py), served at this path when set.
-        self.evictions: tuple[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] | None
-        self.evictions = None
+        self.evictions: tuple[str, Answer] | None = None
 
     def load(self, cert: ServingCert) -> None:
         """Serve ``cert`` to every new connection from now on."""
@@ -100,60 +102,45 @@ class WebhookServer:
         """Serve this certificate (chain) and key to every new connection from now on."""
         self.tls.load_pem(cert_pem, key_pem)
 
-    async def _mutate(self, request: web.Request) -> web.Response:
-        start = time.perf_counter()
-        response = await self._answer(request)
-        if self.on_request is not None:
-            self.on_request(POD_WEBHOOK_PATH, response.status, time.perf_counter() - start)
-        return response
+    def _endpoint(
+        self, path: str, answer: Answer
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """The handler of one path: parse the review, answer it, report the request."""
 
-    async def _answer(self, request: web.Request) -> web.Response:
-        self.requests += 1
-        try:
-            review = await request.json()
-        except ValueError:
-            return web.Response(status=400, text="body is not an AdmissionReview (invalid JSON)")
+        async def handle(request: web.Request) -> web.Response:
+            start = time.perf_counter()
+            try:
+                review = await request.json()
+            except ValueError:
+                response = web.Response(
+                    status=400, text="body is not an AdmissionReview (invalid JSON)"
+                )
+            else:
+                response = web.json_response(await answer(review))
+            if self.on_request is not None:
+                self.on_request(path, response.status, time.perf_counter() - start)
+            return response
+
+        return handle
+
+    async def _pod_answer(self, review: dict[str, Any]) -> dict[str, Any]:
         answer = review_response(review, self.gang_provider)
         if not answer["response"]["allowed"]:
-            self.denied += 1
-            pod = ((review.get("request") or {}).get("object") or {}).get("metadata") or {}
-            labels = pod.get("labels") or {}
-            where = (
-                f"{(review.get('request') or {}).get('namespace')}/{labels.get(c.SET_NAME_LABEL)}"
-            )
+            request = review.get("request") or {}
+            labels = ((request.get("object") or {}).get("metadata") or {}).get("labels") or {}
             log.warning(
                 "denied pod: %s",
                 answer["response"]["status"]["message"],
-                extra={"leaderworkerset": where, "group": labels.get(c.GROUP_INDEX_LABEL)},
+                extra={
+                    "leaderworkerset": f"{request.get('namespace')}/{labels.get(c.SET_NAME_LABEL)}",
+                    "group": labels.get(c.GROUP_INDEX_LABEL),
+                },
             )
-        return web.json_response(answer)
+        return answer
 
-    async def _mutate_lws(self, request: web.Request) -> web.Response:
-        start = time.perf_counter()
-        self.requests += 1
-        try:
-            review = await request.json()
-        except ValueError:
-            response = web.Response(status=400, text="body is not an AdmissionReview")
-        else:
-            response = web.json_response(lws_review_response(review))
-        if self.on_request is not None:
-            self.on_request(LWS_WEBHOOK_PATH, response.status, time.perf_counter() - start)
-        return response
-
-    async def _evict(self, request: web.Request) -> web.Response:
-        assert self.evictions is not None
-        path, review = self.evictions
-        start = time.perf_counter()
-        try:
-            body = await request.json()
-        except ValueError:
-            response = web.Response(status=400, text="body is not an AdmissionReview")
-        else:
-            response = web.json_response(await review(body))
-        if self.on_request is not None:
-            self.on_request(path, response.status, time.perf_counter() - start)
-        return response
+    @staticmethod
+    async def _lws_answer(review: dict[str, Any]) -> dict[str, Any]:
+        return lws_review_response(review)
 
     @property
     def serving(self) -> bool:
@@ -162,10 +149,14 @@ class WebhookServer:
     async def start(self) -> int:
         """Start serving; returns the bound port (useful with port 0)."""
         app = web.Application()
-        app.router.add_post(POD_WEBHOOK_PATH, self._mutate)
-        app.router.add_post(LWS_WEBHOOK_PATH, self._mutate_lws)
+        endpoints: list[tuple[str, Answer]] = [
+            (POD_WEBHOOK_PATH, self._pod_answer),
+            (LWS_WEBHOOK_PATH, self._lws_answer),
+        ]
         if self.evictions is not None:
-            app.router.add_post(self.evictions[0], self._evict)
+            endpoints.append(self.evictions)
+        for path, answer in endpoints:
+            app.router.add_post(path, self._endpoint(path, answer))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.tls.context)

@@ -1,16 +1,20 @@
 import base64
 import json
+import ssl
 from typing import Any
 
+import aiohttp
 import jsonpatch
 
 from lws_operator.api import constants as c
 from lws_operator.api import zero_values
+from lws_operator.controller import certs
 from lws_operator.controller.webhook import (
     LWS_WEBHOOK_NAME,
     LWS_WEBHOOK_PATH,
     POD_WEBHOOK_NAME,
     POD_WEBHOOK_PATH,
+    WebhookServer,
     client_config_url,
     lws_review_response,
     review_response,
@@ -133,3 +137,48 @@ def test_lws_without_zero_values_is_allowed_unchanged() -> None:
     for obj in ({"spec": {"rolloutStrategy": {"type": "RollingUpdate"}}}, {}, {"spec": None}):
         response = lws_review_response(lws_review(obj))["response"]
         assert response == {"uid": "u-2", "allowed": True}
+
+
+async def test_every_endpoint_answers_reviews_refuses_bad_json_and_reports() -> None:
+    """The server over TLS on loopback: each path answers a review, answers 400 to a body that
+    is not JSON, and reports (path, status) for the metrics."""
+    server = WebhookServer("127.0.0.1", 0)
+    cert = certs.issue(dns_names=("localhost",), ip_addresses=("127.0.0.1",))
+    server.load(cert)
+    reported: list[tuple[str, int]] = []
+    server.on_request = lambda path, status, _seconds: reported.append((path, status))
+
+    async def evict(body: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": "AdmissionReview", "response": {"uid": body["request"]["uid"]}}
+
+    server.evictions = ("/evict", evict)
+    port = await server.start()
+    context = ssl.create_default_context(cadata=cert.ca.cert_pem.decode())
+    try:
+        async with aiohttp.ClientSession(base_url=f"https://127.0.0.1:{port}") as session:
+
+            async def post(path: str, body: bytes) -> tuple[int, Any]:
+                async with session.post(path, data=body, ssl=context) as r:
+                    return r.status, (await r.json() if r.status == 200 else await r.text())
+
+            status, answer = await post(POD_WEBHOOK_PATH, json.dumps(review(leader_pod())).encode())
+            assert status == 200 and answer["response"]["allowed"] is True
+            assert answer["response"]["patchType"] == "JSONPatch"
+            lws = {"metadata": {"name": "l"}, "spec": {"rolloutStrategy": {"type": ""}}}
+            status, answer = await post(LWS_WEBHOOK_PATH, json.dumps(review(lws)).encode())
+            assert status == 200 and answer["response"]["patchType"] == "JSONPatch"
+            status, answer = await post("/evict", json.dumps(review({})).encode())
+            assert status == 200 and answer["response"] == {"uid": "u-1"}
+            for path in (POD_WEBHOOK_PATH, LWS_WEBHOOK_PATH, "/evict"):
+                status, text = await post(path, b"{not json")
+                assert status == 400 and "not an AdmissionReview" in text
+    finally:
+        await server.stop()
+    assert reported == [
+        (POD_WEBHOOK_PATH, 200),
+        (LWS_WEBHOOK_PATH, 200),
+        ("/evict", 200),
+        (POD_WEBHOOK_PATH, 400),
+        (LWS_WEBHOOK_PATH, 400),
+        ("/evict", 400),
+    ]
