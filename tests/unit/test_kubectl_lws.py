@@ -6,13 +6,9 @@ import datetime
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.kubectl_lws import (
-    age,
-    context_namespace,
-    last_recreations,
-    moves_section,
-    status_rows,
-)
+from lws_operator.kubectl.cli import context_namespace
+from lws_operator.kubectl.common import age, last_recreations, status_rows
+from lws_operator.kubectl.lws import moves_section
 from lws_operator.plan import disruption
 from tests.unit.api.lws_testdata import base_object
 
@@ -148,7 +144,7 @@ def test_the_groups_being_moved_and_why() -> None:
 
 
 def test_failure_lines_show_backoff_failed_nodes_and_recent_recreations() -> None:
-    from lws_operator.kubectl_lws import failure_lines
+    from lws_operator.kubectl.lws import failure_lines
     from lws_operator.plan.history import (
         ContainerFailure,
         GroupHistory,
@@ -212,7 +208,7 @@ def test_failure_lines_show_backoff_failed_nodes_and_recent_recreations() -> Non
 def test_logs_print_each_kept_tail_or_why_there_is_none() -> None:
     import json as json_
 
-    from lws_operator.kubectl_lws import log_sections, request_value
+    from lws_operator.kubectl.lws import log_sections, request_value
     from lws_operator.plan.history import ContainerFailure, GroupHistory, Recreation
 
     g = GroupHistory(
@@ -255,7 +251,7 @@ def test_logs_print_each_kept_tail_or_why_there_is_none() -> None:
 
 
 def test_the_new_commands_parse() -> None:
-    from lws_operator.kubectl_lws import build_parser
+    from lws_operator.kubectl.cli import build_parser
 
     args = build_parser().parse_args(["logs", "x", "3", "-n", "ns"])
     assert (args.command, args.name, args.group, args.namespace) == ("logs", "x", 3, "ns")

@@ -7,7 +7,7 @@ import datetime
 from typing import Any
 
 from lws_operator import kueue
-from lws_operator.kubectl_lws import status_rows
+from lws_operator.kubectl.common import status_rows
 from tests.unit.test_kubectl_lws import LWS, pod
 
 UID = "lws-uid"

@@ -226,7 +226,7 @@ async def kubectl_lws(*args: str, timeout: float = 60) -> str:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "lws_operator.kubectl_lws",
+        "lws_operator.kubectl",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

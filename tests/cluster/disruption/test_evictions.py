@@ -15,7 +15,7 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kubectl_lws import cmd_status
+from lws_operator.kubectl.lws import cmd_status
 from lws_operator.plan.meta import is_deleting, pod_ready
 from lws_testbed.local import LocalCluster
 from lws_testbed.simulate import HOLD_READY_ANNOTATION, make_ready

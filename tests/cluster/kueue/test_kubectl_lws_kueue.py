@@ -22,7 +22,7 @@ def kubectl_lws(kubeconfig: Path, namespace: str, *args: str) -> str:
         [
             sys.executable,
             "-m",
-            "lws_operator.kubectl_lws",
+            "lws_operator.kubectl",
             "--kubeconfig",
             str(kubeconfig),
             "-n",

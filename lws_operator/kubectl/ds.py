@@ -21,7 +21,7 @@ from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_models import DisaggregatedSet
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kubectl_lws import events_of, nodes_of, status_rows
+from lws_operator.kubectl.common import events_of, nodes_of, status_rows
 from lws_operator.plan import ds_rollout as rollout
 from lws_operator.plan.ds_objects import Child, child_of, service_name
 from lws_operator.plan.ds_revision import compute_revision
