@@ -39,7 +39,7 @@ run: $(STAMP) ## Local cluster + CRD + operator + the seed's vLLM example, until
 	$(PY) -m lws_testbed.devrun $(CLUSTER_ARGS) $(KUEUE_ARG)
 
 .PHONY: test
-test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, mypy --strict, unit, cluster, Kueue and e2e tests; the versions suite on TEST_KUBE_VERSIONS too
+test: lint typecheck cluster-bins-unless-external ## Everything CI checks: ruff, import-linter, mypy --strict, unit, cluster, Kueue and e2e tests; the versions suite on TEST_KUBE_VERSIONS too
 	@# The other versions' binaries are built meanwhile, at the lowest priority (a no-op when
 	@# cached; cold, it overlaps about 20 minutes of compiling with the tests).
 	@mkdir -p $(LOCAL); if [ -z "$$LWS_TEST_KUBECONFIG" ]; then \
@@ -115,9 +115,10 @@ $(STAMP): pyproject.toml testbed/pyproject.toml
 	@touch $@
 
 .PHONY: lint
-lint: $(STAMP) ## ruff (lint and format check)
+lint: $(STAMP) ## ruff (lint and format check); import-linter: the layers, no cycles (pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and fix what ruff can
