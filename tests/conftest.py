@@ -15,7 +15,7 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 
 # The tests that run on every supported Kubernetes version in `make test` (pytest -m versions;
 # docs/kubernetes-versions.md says which and why): the API as each API server admits it, the
-# objects, restarts and rollouts the upstream contract describes, and, on a real node, the
+# objects, restarts and rollouts as upstream makes them, and, on a real node, the
 # install from deploy/, real crashes and the webhooks. The full suite runs on the default
 # version, and on all of them with `make test-versions`.
 VERSIONS_SUITE = (

@@ -2,7 +2,7 @@
 
 Values are those of upstream kubernetes-sigs/lws v0.10.0 (``api/leaderworkerset/v1/types.go``,
 ``pkg/utils/accelerators/tpu.go``): Kueue, HPA, dashboards and users match on them, so they must
-never change. Contract: ``upstream-contract.md`` sections 1.1, 1.5, 3.7, 3.8.
+never change.
 """
 
 from __future__ import annotations

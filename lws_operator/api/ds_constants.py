@@ -2,8 +2,7 @@
 
 Values are those of upstream kubernetes-sigs/lws v0.10.0 (``api/disaggregatedset/v1/``,
 ``pkg/controllers/disaggregatedset/``): child LeaderWorkerSets, their Services and the role
-scalers are found by these names and labels, so they must never change. Contract:
-``upstream-contract.md`` section 6.
+scalers are found by these names and labels, so they must never change.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """pydantic models of ``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet, spec and status.
 
-Fields, JSON names and defaults are those of upstream v0.10.0 (``upstream-contract.md`` 1.2, 1.3,
-2.2, 2.3); the defaults are what the API server stores for an object created without them. The
-CRD schema is generated from these classes (:mod:`lws_operator.api.crd`), so the descriptions
-here are what ``kubectl explain`` prints. Cross-field rules live in :mod:`lws_operator.api.rules`.
+Fields, JSON names and defaults are those of upstream v0.10.0
+(``api/leaderworkerset/v1/leaderworkerset_types.go``, and the Default of
+``pkg/webhooks/leaderworkerset_webhook.go``); the defaults are what the API server stores for an
+object created without them. The CRD schema is generated from these classes
+(:mod:`lws_operator.api.crd`), so the descriptions here are what ``kubectl explain`` prints.
+Cross-field rules live in :mod:`lws_operator.api.rules`.
 """
 
 from __future__ import annotations

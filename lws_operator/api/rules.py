@@ -4,7 +4,8 @@ message offline. Most rules are CRD ``x-kubernetes-validations``; those that rea
 (which CRD rules cannot see) or scale percentages against replicas (too costly for the CRD's
 estimated CEL budget) are ValidatingAdmissionPolicy validations.
 
-The rules are those of upstream's LWS validating webhook (``upstream-contract.md`` 2.4-2.6) plus
+The rules are those of upstream's LWS validating webhook
+(``pkg/webhooks/leaderworkerset_webhook.go``: generalValidate, ValidateUpdate) plus
 the fixes listed in ``docs/compatibility.md``. A rule's error is reported at
 ``scope + field``; the message says what is wrong and how to fix it.
 """

@@ -490,7 +490,8 @@ class _Pass:
             self._again(FOREIGN_RETRY)
 
     async def _pod_group(self, body: dict[str, Any]) -> bool:
-        """Create the group's PodGroup before its workers (contract 3.5). False when it could
+        """Create the group's PodGroup before its workers (upstream's PodReconciler.Reconcile,
+        pkg/controllers/pod_controller.go). False when it could
         not be created (reported; looked at again later)."""
         api = str(body["apiVersion"])
         try:

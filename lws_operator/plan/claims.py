@@ -1,4 +1,5 @@
-"""Changed ``volumeClaimTemplates`` on an existing LeaderWorkerSet (contract 4.11, quirk).
+"""Changed ``volumeClaimTemplates`` on an existing LeaderWorkerSet (an upstream quirk; S1 in
+docs/compatibility.md).
 
 Claims are part of the revision, so editing them starts a rolling update; but Kubernetes (1.36
 included) forbids changing a StatefulSet's ``volumeClaimTemplates``, so the leader StatefulSet

@@ -2,9 +2,11 @@
 child LeaderWorkerSets, their private Services and the role scalers, the placement affinity
 injected into the child pod templates, and how the planners see an existing child.
 
-Names (``upstream-contract.md`` 6): LeaderWorkerSet ``<ds>-<slice>-<revision>-<role>`` (before
-slices existed, upstream v0.9.0 named it ``<ds>-<revision>-<role>`` with no slice label: such
-a legacy child is slice 0), Service ``<lws>-prv``, scaler ``<ds>-<role>``.
+Names (upstream's pkg/utils/disaggregatedset/utils.go and
+pkg/controllers/disaggregatedset/service_manager.go): LeaderWorkerSet
+``<ds>-<slice>-<revision>-<role>`` (before slices existed, upstream v0.9.0 named it
+``<ds>-<revision>-<role>`` with no slice label: such a legacy child is slice 0), Service
+``<lws>-prv``, scaler ``<ds>-<role>``.
 """
 
 from __future__ import annotations

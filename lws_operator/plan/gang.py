@@ -1,4 +1,5 @@
-"""Gang scheduling: the PodGroup of each group (contract 3.5 and 4.12).
+"""Gang scheduling: the PodGroup of each group (upstream's
+pkg/schedulerprovider/volcano_provider.go and interface.go).
 
 One PodGroup per group and revision, named ``<lws>-<groupIndex>-<revisionKey>`` (the name the
 pod webhook writes into every pod of the group), owned by the group's leader pod, created when

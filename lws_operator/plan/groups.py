@@ -1,5 +1,6 @@
 """The one model of a group: what group ``i`` of a LeaderWorkerSet looks like right now, read
-from its pods and StatefulSets (contract 4.4 "per-index state" and 4.13).
+from its pods and StatefulSets (upstream's getReplicaStates and updateStatus, in
+pkg/controllers/leaderworkerset_controller.go).
 
 A group ``i`` is its leader pod ``<lws>-<i>`` (created by the leader StatefulSet) and, when
 size > 1, the worker StatefulSet ``<lws>-<i>`` that this leader owns, whose pods are
@@ -117,7 +118,8 @@ def _restarted(statuses: Any) -> bool:
 
 
 def failure(pod: Obj) -> str | None:
-    """Why this pod breaks its group, if it does (contract 4.6): deleted, failed, or a
+    """Why this pod breaks its group, if it does (upstream's handleRestartPolicy,
+    pkg/controllers/pod_controller.go): deleted, failed, or a
     container or init container restarted (counted only while Running or Pending: a finished
     pod's count is history), as upstream's ContainerRestarted and PodDeleted. A failed pod
     stays "failed" once deleted: its deletion (by its StatefulSet, the pod GC) follows from the

@@ -1,5 +1,6 @@
-"""The leader StatefulSet's next apply (contract 3.1, 4.4, 4.11): its body for the revision and
-rollout step, whether applying it would change anything, and what to announce.
+"""The leader StatefulSet's next apply (upstream's constructLeaderStatefulSetApplyConfiguration and
+rollingUpdateParameters, pkg/controllers/leaderworkerset_controller.go): its body for the revision
+and rollout step, whether applying it would change anything, and what to announce.
 
 Upstream applies on every reconcile; here it is applied only when an apply would change the
 object (plan/applied.py, from what the ``lws`` field manager owns), which is the same result

@@ -1,4 +1,5 @@
-"""How every LWS name, key and address is formed: the one place that knows (contract 3.6, 4.8).
+"""How every LWS name, key and address is formed: the one place that knows (upstream's
+pkg/webhooks/pod_webhook.go, pkg/utils/pod/pod_utils.go, pkg/schedulerprovider/interface.go).
 
 Values must match upstream byte for byte: labels, DNS names and PodGroup names are observed by
 other tools, and taking over pods created by the upstream controller must not change them.
@@ -27,7 +28,8 @@ def group_key(namespace: str, leader_pod_name: str) -> str:
 def subgroup_key(leader_pod_name: str, subgroup_index: int | str) -> str:
     """Label ``subgroup-key``: sha1 hex of ``<leaderPodName>/<subgroupIndex>``.
 
-    Not namespace-qualified, unlike ``group_key``: upstream quirk 22, kept (labels are observed).
+    Not namespace-qualified, unlike ``group_key``, as upstream's pod webhook forms it
+    (pkg/webhooks/pod_webhook.go); kept (labels are observed).
     """
     return _sha1_hex(f"{leader_pod_name}/{subgroup_index}")
 
@@ -57,7 +59,8 @@ def worker_pod_name(leader_pod_name: str, worker_index: int | str) -> str:
 
 
 def worker_statefulset_name(leader_pod_name: str) -> str:
-    """The worker StatefulSet of a group is named like its leader pod (contract 3.2)."""
+    """The worker StatefulSet of a group is named like its leader pod (upstream's
+    constructWorkerStatefulSetApplyConfiguration, pkg/controllers/pod_controller.go)."""
     return leader_pod_name
 
 

@@ -1,4 +1,6 @@
-"""Exclusive placement: one group (or subgroup) per topology domain (contract 4.9).
+"""Exclusive placement: one group (or subgroup) per topology domain (upstream's
+SetExclusiveAffinities, pkg/webhooks/pod_webhook.go, and setNodeSelectorForWorkerPods,
+pkg/controllers/pod_controller.go).
 
 A pod gets a required pod-affinity term that pulls it to the domain of the pods sharing its key
 (``group-key`` or ``subgroup-key``), and a required anti-affinity term that keeps it away from

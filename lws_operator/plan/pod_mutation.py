@@ -1,4 +1,5 @@
-"""What the pod webhook does to an LWS pod at CREATE (contract 2.7, 3.7, 4.8-4.10, 4.12).
+"""What the pod webhook does to an LWS pod at CREATE (upstream's pkg/webhooks/pod_webhook.go,
+Default).
 
 The StatefulSet controller creates the pods from templates shared by all groups (leaders) or all
 workers of a group, so the per-pod facts are filled in here, in upstream's order: the labels
@@ -75,7 +76,7 @@ def mutate_pod(pod: dict[str, Any], *, gang_provider: str | None = None) -> dict
         _label_worker(view, size, subgroup_size)
     if gang_provider is not None:
         _set_gang_membership(view, lws_name, gang_provider)
-    # Before the LWS variables, so that those end up first (contract 3.7).
+    # Before the LWS variables, so that those end up first (upstream's Default, pod_webhook.go).
     tpu.add_tpu_env(view, size=size, subgroup_size=subgroup_size, leader_in_subgroup=leader_in_sg)
     _add_lws_env(view, lws_name, raw_size)
     return pod
@@ -87,7 +88,7 @@ def _label_leader(pod: PodView, subgroup_size: int | None, leader_in_sg: bool) -
     if not pod.label(c.GROUP_INDEX_LABEL):
         pod.set_label(c.GROUP_INDEX_LABEL, str(_parse_name(pod, name)[1]))
     if pod.annotation(c.SUBDOMAIN_POLICY_ANNOTATION) == SubdomainPolicy.UNIQUE_PER_REPLICA:
-        # The group's own headless Service is named like the leader pod (contract 4.10).
+        # The group's own headless Service is named like the leader pod (services.py).
         pod.ensure("spec")["subdomain"] = name
     key = pod.label(c.GROUP_UNIQUE_HASH_LABEL) or names.group_key(namespace, name)
     pod.set_label(c.GROUP_UNIQUE_HASH_LABEL, key)
@@ -140,7 +141,7 @@ def _group_index(pod: PodView) -> str:
 
 
 def _set_gang_membership(pod: PodView, lws_name: str, provider: str) -> None:
-    """Name the group's PodGroup, which the controller creates (contract 3.5, 4.12)."""
+    """Name the group's PodGroup, which the controller creates (:mod:`.gang`)."""
     revision = pod.label(c.REVISION_KEY)
     if not revision:
         pod.fail(f"label {c.REVISION_KEY}", f"is missing; it names the PodGroup; {_FROM_STS}")
@@ -152,12 +153,14 @@ def _set_gang_membership(pod: PodView, lws_name: str, provider: str) -> None:
 
 
 def _add_lws_env(pod: PodView, lws_name: str, raw_size: str) -> None:
-    """Prepend the LWS variables to every container and init container (contract 3.7).
+    """Prepend the LWS variables to every container and init container (upstream's
+    AddLWSVariables, pkg/utils/pod/pod_utils.go).
 
     Prepending lets later entries use ``$(LWS_...)``. Same-named user entries are dropped so the
-    injected value wins (upstream quirk 28, kept). Unlike upstream, other user entries are kept
-    as they are, duplicates included: upstream keeps only the first of duplicated names, which
-    changes the value the container sees (the kubelet uses the last).
+    injected value wins (upstream's addEnvVarsIfNotExists does so despite its name; kept). Unlike
+    upstream, other user entries are kept as they are, duplicates included: upstream keeps only the
+    first of duplicated names, which changes the value the container sees (the kubelet uses the
+    last).
     """
     group_index = _group_index(pod)
     worker_index = pod.label(c.WORKER_INDEX_LABEL) or ""

@@ -111,7 +111,7 @@ class PodView:
 
     def containers(self) -> list[tuple[str, dict[str, Any]]]:
         """``(field path, container)`` for every container, then every init container.
-        Ephemeral containers are never touched (contract 3.7)."""
+        Ephemeral containers are never touched (upstream's AddLWSVariables, pod_utils.go)."""
         found = []
         for kind in ("containers", "initContainers"):
             for i, container in enumerate(self.array("spec", kind)):

@@ -1,4 +1,5 @@
-"""Which groups to recreate after a pod failure (contract 4.6), and which stuck pods to let go.
+"""Which groups to recreate after a pod failure (upstream's handleRestartPolicy,
+pkg/controllers/pod_controller.go), and which stuck pods to let go.
 
 With ``RecreateGroupOnPodRestart`` a group is all-or-nothing: a container restart, a failed or
 deleted pod anywhere in it recreates every pod of the group, with the same names and revision.

@@ -1,8 +1,9 @@
 """Template revisions: what is revisioned, the revision key, ControllerRevision objects, and
 whether a stored revision matches the current spec.
 
-Only ``leaderWorkerTemplate`` and ``networkConfig`` are revisioned (contract 3.4): changing them
-rolls every group; changing replicas, the rollout strategy or the startup policy does not.
+Only ``leaderWorkerTemplate`` and ``networkConfig`` are revisioned (upstream's
+pkg/utils/revision/revision_utils.go, getPatch): changing them rolls every group; changing replicas,
+the rollout strategy or the startup policy does not.
 The content is stored as upstream stores it, a patch
 ``{"spec": {"leaderWorkerTemplate": {..., "$patch": "replace"}, "networkConfig": {...}}}``,
 and the key is FNV-1 (32 bit) of the content, printed in decimal and re-encoded with
@@ -198,11 +199,12 @@ def choose_revision(
     revisions: Mapping[str, Obj],
     matches: Callable[[Obj], bool],
 ) -> RevisionChoice:
-    """The revision for the current spec (contract 3.4, 4.14): the leader StatefulSet's when
-    one of its revisions holds the spec; else any revision holding it (ours or a
-    predecessor's, whose key is kept); else a new one. A leader StatefulSet whose key has no
-    revision at all (another controller kept none) gets the current spec recorded under that
-    key, so nothing rolls. ``matches`` tells whether a revision holds the current spec."""
+    """The revision for the current spec (upstream's getOrCreateRevisionIfNonExist and
+    getUpdatedRevision, pkg/controllers/leaderworkerset_controller.go): the leader StatefulSet's
+    when one of its revisions holds the spec; else any revision holding it (ours or a predecessor's,
+    whose key is kept); else a new one. A leader StatefulSet whose key has no revision at all
+    (another controller kept none) gets the current spec recorded under that key, so nothing rolls.
+    ``matches`` tells whether a revision holds the current spec."""
     uid = str(lws.metadata.get("uid", ""))
     owned = own_revisions(revisions, uid)
     by_key: dict[str, list[Obj]] = {}

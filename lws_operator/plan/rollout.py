@@ -1,12 +1,13 @@
 """Rolling-update arithmetic: the leader StatefulSet's partition, replicas and maxUnavailable.
 
-Contract: upstream-contract.md 4.4 (cases, in order), 4.5 (partition), 4.3 (scale) and 3.1
-(the StatefulSet's own maxUnavailable). Groups are replaced from the highest index down: the
-StatefulSet controller recreates every leader at an index >= partition, and lowering the
-partition step by step is how availability is protected. Deliberate departures from upstream
-are marked "Fix:" and listed in docs/compatibility.md.
+As upstream's pkg/controllers/leaderworkerset_controller.go computes them: rollingUpdateParameters
+and its helpers (the cases in order, the partition, scaling), and
+constructLeaderStatefulSetApplyConfiguration (the StatefulSet's own maxUnavailable). Groups are
+replaced from the highest index down: the StatefulSet controller recreates every leader at an
+index >= partition, and lowering the partition step by step is how availability is protected.
+Deliberate departures from upstream are marked "Fix:" and listed in docs/compatibility.md.
 
-Symbols follow the contract: R = spec.replicas, S = the leader StatefulSet's replicas,
+Symbols: R = spec.replicas, S = the leader StatefulSet's replicas,
 P = spec partition, U = maxUnavailable and M = maxSurge (both scaled on R).
 """
 
@@ -64,7 +65,7 @@ class RolloutPlan:
 
 @dataclass(frozen=True)
 class _Budget:
-    """maxUnavailable and maxSurge scaled on R (contract 4.4 "Symbols")."""
+    """maxUnavailable and maxSurge scaled on R, as upstream's rollingUpdateParameters does."""
 
     replicas: int
     max_unavailable: int
@@ -98,7 +99,9 @@ def _budget(inp: RolloutInput) -> _Budget:
 
 
 def sts_max_unavailable(replicas: int, max_unavailable: int | str, max_surge: int | str) -> int:
-    """Contract 3.1: maxUnavailable + min(maxSurge, replicas), both scaled, at least 1."""
+    """The leader StatefulSet's maxUnavailable (upstream's
+    constructLeaderStatefulSetApplyConfiguration): maxUnavailable + min(maxSurge, replicas),
+    both scaled, at least 1."""
     unavailable = scaled_value(max_unavailable, replicas, round_up=False)
     surge = scaled_value(max_surge, replicas, round_up=True)
     return max(1, unavailable + min(surge, replicas))
@@ -129,8 +132,8 @@ def plan_rollout(inp: RolloutInput) -> RolloutPlan:
 
 
 def _partition_and_replicas(inp: RolloutInput, b: _Budget) -> tuple[int, int, bool]:
-    """Contract 4.4 cases 1-6, in order: (partition, replicas, whether the replicas are a
-    rolling step's, from ``want_replicas``); the caller raises the partition to P."""
+    """Upstream's rollingUpdateParameters, cases 1-6 in order: (partition, replicas, whether the
+    replicas are a rolling step's, from ``want_replicas``); the caller raises the partition to P."""
     r, s, current = inp.replicas, inp.sts_replicas, inp.sts_partition
 
     # 1. No leader sts: create R groups, all on the current revision. Whatever the caller
@@ -174,7 +177,7 @@ def _unready(states: Sequence[State]) -> int:
 
 
 def _rolling_partition(states: Sequence[State], rolling_step: int, current: int) -> int:
-    """rollingUpdatePartition (contract 4.4): the next partition, never above ``current``."""
+    """Upstream's rollingUpdatePartition: the next partition, never above ``current``."""
     s = len(states)
     done_tail = 0
     for ready, updated in reversed(states):

@@ -5,8 +5,9 @@ they went down. Pure; ``kubectl lws plan`` prints it.
 
 The StatefulSet controller is modelled as it behaves for the leader StatefulSet: indices at or
 above the partition are replaced from the highest down, at most ``maxUnavailable`` (the
-StatefulSet's own, contract 3.1) unready at once; new indices start on the new revision when at
-or above the partition; indices at or above ``replicas`` go away.
+StatefulSet's own, :func:`lws_operator.plan.rollout.sts_max_unavailable`) unready at once; new
+indices start on the new revision when at or above the partition; indices at or above
+``replicas`` go away.
 """
 
 from __future__ import annotations

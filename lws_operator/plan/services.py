@@ -1,4 +1,5 @@
-"""The headless Services that give LWS pods their DNS names (contract 3.3, 4.10).
+"""The headless Services that give LWS pods their DNS names (upstream's
+CreateHeadlessServiceIfNotExists, pkg/utils/controller/controller_utils.go).
 
 ``Shared``: one Service ``<lws>`` for every pod, owned by the LWS. ``UniquePerReplica``: one
 Service per group, named like its leader pod and owned by it, so it goes away with the group.

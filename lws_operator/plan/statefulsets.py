@@ -1,4 +1,6 @@
-"""The desired StatefulSets of a LeaderWorkerSet (contract 3.1 and 3.2).
+"""The desired StatefulSets of a LeaderWorkerSet (upstream's
+constructLeaderStatefulSetApplyConfiguration, pkg/controllers/leaderworkerset_controller.go, and
+constructWorkerStatefulSetApplyConfiguration, pkg/controllers/pod_controller.go).
 
 The leader StatefulSet ``<lws>`` holds one leader pod per group and is server-side applied on
 every change; the worker StatefulSet ``<lws>-<i>`` of each group is built from the revision its
@@ -17,7 +19,8 @@ from lws_operator.plan.meta import controller_ref
 
 # metav1.FinalizerDeleteDependents: the garbage collector honours it as a foreground deletion.
 FOREGROUND_DELETION = "foregroundDeletion"
-# The only claim fields upstream copies into the StatefulSets (contract 3.1).
+# The only claim fields upstream copies into the StatefulSets (GetPVCApplyConfiguration,
+# pkg/utils/controller/controller_utils.go).
 _CLAIM_SPEC_FIELDS = ("accessModes", "storageClassName", "volumeMode")
 
 

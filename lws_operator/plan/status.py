@@ -1,9 +1,10 @@
 """The LeaderWorkerSet status: group counts and the Available / Progressing / UpdateInProgress
 conditions.
 
-Contract: upstream-contract.md 4.13 and 1.3. Pure: the caller observes the groups and passes
-the clock in. Deliberate departures from upstream are marked "Fix:" and listed in
-docs/compatibility.md.
+As upstream's updateStatus and updateConditions (pkg/controllers/leaderworkerset_controller.go)
+compute them, for the fields of api/leaderworkerset/v1/leaderworkerset_types.go
+(LeaderWorkerSetStatus). Pure: the caller observes the groups and passes the clock in. Deliberate
+departures from upstream are marked "Fix:" and listed in docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class StatusResult:
     update_done: bool
     """P == 0 and all R groups updated and ready: old revisions may be truncated."""
     events: tuple[Event, ...]
-    """A Normal event for each condition that became True in this pass (contract 3.10)."""
+    """A Normal event for each condition that became True in this pass (upstream's
+    updateConditions)."""
     ready_members: int = 0
     """``GroupCounts.ready_members``: it paces counters-only writes (``plan_status_write``)."""
 
@@ -79,9 +81,9 @@ def count_groups(
     size: int,
     failed: Collection[int] = (),
 ) -> GroupCounts:
-    """Contract 4.13 counting rules; ``key`` is the current revision's. ``failed`` groups
-    (restart budget exhausted, KEP-820) are never counted ready. Summed by ``tally``: kept
-    up to date as groups change, then corrected for the failed groups."""
+    """Upstream's counting rules (updateConditions); ``key`` is the current revision's. ``failed``
+    groups (restart budget exhausted, KEP-820) are never counted ready. Summed by ``tally``: kept up
+    to date as groups change, then corrected for the failed groups."""
 
     def count(group: Group, failed: bool = False) -> Counts:
         if group.leader is None or not group.workers_present(size):
@@ -116,7 +118,7 @@ _NOT_COUNTED: Counts = (0,) * 7
 
 
 def desired_conditions(counts: GroupCounts, replicas: int) -> tuple[str, ...]:
-    """The conditions to set True, in upstream's order (4.13 "Choosing the condition")."""
+    """The conditions to set True, in upstream's order (updateConditions)."""
     if counts.current_updated < counts.current:
         return (c.CONDITION_UPDATE_IN_PROGRESS, c.CONDITION_PROGRESSING)
     if counts.ready_non_burst == replicas and counts.updated_and_ready == counts.current:

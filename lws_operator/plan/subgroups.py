@@ -1,4 +1,5 @@
-"""Which subgroup a pod of a group belongs to (contract 4.8, KEP-115 and KEP-257).
+"""Which subgroup a pod of a group belongs to (upstream's getSubGroupIndex,
+pkg/webhooks/pod_webhook.go; KEP-115 and KEP-257).
 
 A group of ``size`` pods (worker index 0 is the leader) is cut into subgroups of ``subgroup_size``
 pods. When ``size`` is not a multiple of the subgroup size but ``size - 1`` is, the leader is the

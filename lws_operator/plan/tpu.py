@@ -1,4 +1,5 @@
-"""TPU environment variables for pods that request ``google.com/tpu`` (contract 3.8).
+"""TPU environment variables for pods that request ``google.com/tpu`` (upstream's
+pkg/utils/accelerators/tpu.go).
 
 Without subgroups every TPU container of the pod gets the variables and the whole group is one
 TPU slice; with subgroups only the first TPU container does, and each subgroup is a slice. Host
@@ -119,7 +120,7 @@ def _add_group_env(
     hosts = [names.worker_pod_name(leader, i) for i in range(1, size)]
     if is_leader or _leader_requests_tpus(pod):
         hosts.insert(0, leader)
-    # Upstream quirk 21, kept: the leader is assumed to have as many TPU containers as this
+    # Upstream's AddTPUVariables, kept: the leader is assumed to have as many TPU containers as this
     # pod, since a worker cannot see the leader's spec.
     hostnames = [names.pod_hostname(h, subdomain) for h in hosts for _ in range(count)]
     addresses = [f"{h}:{ports[i % count]}" for i, h in enumerate(hostnames)]

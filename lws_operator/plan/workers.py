@@ -1,7 +1,8 @@
-"""What one group needs next on the workers' side, once its leader pod exists (contract 3.2,
-3.3, 3.5, 4.7, 4.9): its Service (``UniquePerReplica``), its PodGroup (gang scheduling), and its
-worker StatefulSet, built from the revision the leader carries, created when the startup
-policy and placement allow, after a previous incarnation's is out of the way.
+"""What one group needs next on the workers' side, once its leader pod exists (upstream's
+PodReconciler.Reconcile, pkg/controllers/pod_controller.go): its Service (``UniquePerReplica``), its
+PodGroup (gang scheduling), and its worker StatefulSet, built from the revision the leader carries,
+created when the startup policy and placement allow, after a previous incarnation's is out of the
+way.
 
 Pure: the caller creates or deletes what :func:`plan_workers` returns, in this order: Service,
 PodGroup (nothing after it when that fails), stale StatefulSet, worker StatefulSet.

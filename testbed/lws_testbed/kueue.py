@@ -1,7 +1,7 @@
 """Kueue (``sigs.k8s.io/kueue``, GPU quota and queues) against the local cluster: its manager
 as a process on 127.0.0.1, out of cluster, with its CRDs and its webhooks registered by URL.
 
-What is needed to run it that way (``reference/kueue.md``): a ``config.kueue.x-k8s.io/v1beta2``
+What is needed to run it that way (docs/kueue.md): a ``config.kueue.x-k8s.io/v1beta2``
 Configuration with the webhook server on 127.0.0.1 and a certificate of ours
 (``internalCertManagement`` off), leader election off, the visibility server off (it binds
 :8082 with certificates of its own and exits the process on failure), the frameworks listed

@@ -2,7 +2,7 @@
 any cluster whose API server can reach 127.0.0.1: for takeover tests and side-by-side
 comparisons.
 
-Out of cluster, its webhooks are set up as envtest does (local-control-plane.md, section 6):
+Out of cluster, its webhooks are set up as controller-runtime's envtest does:
 ``internalCertManagement`` off, a certificate for IP 127.0.0.1 in ``webhook.certDir``, and our
 own webhook configurations pointing at ``https://127.0.0.1:<port><path>``. Leader election is
 off. The binary and upstream's CRDs come from ``build-bins.sh upstream-lws`` (pinned in

@@ -1,4 +1,6 @@
-"""Defaults the API server applies are exactly upstream's (upstream-contract.md 2.2, 2.3)."""
+"""Defaults the API server applies are exactly upstream's (the CRD defaults of
+api/leaderworkerset/v1/leaderworkerset_types.go and the Default of
+pkg/webhooks/leaderworkerset_webhook.go)."""
 
 from __future__ import annotations
 

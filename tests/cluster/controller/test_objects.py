@@ -1,5 +1,8 @@
-"""The objects the operator makes, compared field by field with upstream's contract (sections
-3.1-3.7): StatefulSets, Services, revisions, pod names, labels, annotations and env."""
+"""The objects the operator makes, compared field by field with upstream's
+(pkg/controllers/leaderworkerset_controller.go, pkg/controllers/pod_controller.go,
+pkg/utils/controller/controller_utils.go, pkg/utils/revision/revision_utils.go,
+pkg/webhooks/pod_webhook.go, pkg/utils/pod/pod_utils.go): StatefulSets, Services, revisions, pod
+names, labels, annotations and env."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Upstream's worked rolling-update examples (contract 4.4 table, 4.5) on the real local cluster:
-the real StatefulSet controller and our operator, with groups made ready only when a test says
-so (kwok leaves pods annotated ``lws-operator.local/hold-ready`` Pending; see
-docs/local-cluster.md).
+"""Upstream's worked rolling-update examples (test/integration/controllers/leaderworkerset_test.go,
+with maxSurge and with partitions) on the real local cluster: the real StatefulSet controller and
+our operator, with groups made ready only when a test says so (kwok leaves pods annotated
+``lws-operator.local/hold-ready`` Pending; see docs/local-cluster.md).
 
 Each scenario records, through a watch on the leader StatefulSet, every distinct
 (spec.replicas, spec.updateStrategy.rollingUpdate.partition) it goes through, and compares the
@@ -414,7 +414,7 @@ async def test_held_pods_stay_pending_until_made_ready(kube: Kube, namespace: st
     assert pod_ready(again) and again["status"]["podIP"] == ready["status"]["podIP"]
 
 
-# --- Worked examples (contract 4.4 table) -----------------------------------------------------
+# --- Worked examples (test/integration/controllers/leaderworkerset_test.go) ------------------
 
 
 async def test_u1_m0(kube: Kube, lws_namespace: str) -> None:
@@ -676,7 +676,8 @@ async def test_partition_keeps_surge(kube: Kube, lws_namespace: str) -> None:
         await r.ready(3)
         await r.ready(2)
         lws = await r.available()
-        # The surge group stays while P > 0, and counts in the status (contract 4.4).
+        # The surge group stays while P > 0, and counts in the status (upstream's test
+        # "rolling update with the partition and maxSurge setting").
         assert (lws["status"]["readyReplicas"], lws["status"]["replicas"]) == (4, 4)
         assert r.pairs[-1] == (4, 2)
         await r.patch_spec({"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": 0}}})

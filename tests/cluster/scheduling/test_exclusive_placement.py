@@ -1,5 +1,7 @@
-"""Exclusive placement on the real scheduler (contract 4.9): one group, or one subgroup, per
-topology domain; a group or subgroup without a free domain stays Pending instead of splitting.
+"""Exclusive placement on the real scheduler (upstream's SetExclusiveAffinities,
+pkg/webhooks/pod_webhook.go, and setNodeSelectorForWorkerPods, pkg/controllers/pod_controller.go):
+one group, or one subgroup, per topology domain; a group or subgroup without a free domain stays
+Pending instead of splitting.
 
 Every pod asks for 2 GPUs on a node pool of the test's own, with rack and zone values nobody
 else uses, so only the pool's shape decides where pods can go: a rack always has room for more

@@ -1,6 +1,6 @@
-"""The Volcano gang provider (contract 3.5, 4.12 and upstream's gang e2e tests, 7.2): PodGroups
-``scheduling.volcano.sh/v1beta1`` with upstream's names, labels, annotations, minMember,
-minResources and queue.
+"""The Volcano gang provider (upstream's pkg/schedulerprovider/volcano_provider.go and its gang e2e
+tests, test/e2e/e2e_gang_scheduling_test.go): PodGroups ``scheduling.volcano.sh/v1beta1`` with
+upstream's names, labels, annotations, minMember, minResources and queue.
 
 Volcano's PodGroup CRD is installed (Volcano's own schema, descriptions left out); no Volcano
 scheduler runs, and the pods keep the default scheduler, so the groups still come up. The

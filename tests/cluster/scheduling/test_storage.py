@@ -1,5 +1,6 @@
 """volumeClaimTemplates and the retention policy on the real StatefulSet controller, PV binder
-and scheduler (contract 4.11).
+and scheduler (upstream's GetPVCApplyConfiguration, pkg/utils/controller/controller_utils.go;
+S1 in docs/compatibility.md).
 
 The local cluster has no provisioner: the module makes a StorageClass without one
 (``WaitForFirstConsumer``) and enough hostPath PersistentVolumes; the scheduler binds each claim

@@ -1,8 +1,9 @@
-"""Subgroup labels on real pods (contract 4.8): sizes 4, 5 and 9 with subgroup sizes 1, 2 and 4,
-under ``LeaderWorker`` and ``LeaderExcluded`` (where the API allows it: ``LeaderExcluded``
-needs ``size - 1`` divisible by the subgroup size, so 4/2 and 4/4 do not exist).
+"""Subgroup labels on real pods (upstream's getSubGroupIndex, pkg/webhooks/pod_webhook.go): sizes 4,
+5 and 9 with subgroup sizes 1, 2 and 4, under ``LeaderWorker`` and ``LeaderExcluded`` (where the API
+allows it: ``LeaderExcluded`` needs ``size - 1`` divisible by the subgroup size, so 4/2 and 4/4 do
+not exist).
 
-The expected layouts are written out by hand from the contract's rule, not computed by the
+The expected layouts are written out by hand from upstream's rule, not computed by the
 code under test: ``-`` is a pod without subgroup labels (the leader under ``LeaderExcluded``).
 """
 

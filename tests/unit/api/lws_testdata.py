@@ -38,7 +38,8 @@ def base_object(name: str) -> dict[str, Any]:
 
 
 # What the API server stores for an LWS created with only a worker template
-# (upstream-contract.md 2.2 and 2.3: CRD defaults plus the mutating webhook's).
+# (upstream's CRD defaults, api/leaderworkerset/v1/leaderworkerset_types.go, plus the
+# mutating webhook's, Default in pkg/webhooks/leaderworkerset_webhook.go).
 UPSTREAM_DEFAULT_SPEC: dict[str, Any] = {
     "replicas": 1,
     "leaderWorkerTemplate": {

@@ -1,4 +1,4 @@
-"""PodGroups of both gang providers (contract 3.5, 4.12).
+"""PodGroups of both gang providers (upstream's pkg/schedulerprovider/volcano_provider.go).
 
 ``GOLDEN`` pairs were computed by upstream's arithmetic itself: ``resourcehelper.PodRequests``
 (k8s.io/component-helpers v0.36.5) of the leader, plus ``quotav1.Add`` of the worker's

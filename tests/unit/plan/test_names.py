@@ -23,7 +23,7 @@ def test_group_key(namespace: str, pod_name: str, key: str) -> None:
 
 
 def test_subgroup_key_is_not_namespace_qualified() -> None:
-    # Upstream quirk 22, kept: sha1("<leaderPodName>/<subgroupIndex>").
+    # As upstream's pod webhook, kept: sha1("<leaderPodName>/<subgroupIndex>").
     expected = hashlib.sha1(b"test-sample-1/2").hexdigest()
     assert names.subgroup_key("test-sample-1", 2) == expected
     assert names.subgroup_key("test-sample-1", "2") == expected
@@ -54,7 +54,7 @@ def test_addresses_and_pod_names() -> None:
     assert names.leader_pod_name("test-sample", 1) == "test-sample-1"
     assert names.worker_pod_name("test-sample-1", 3) == "test-sample-1-3"
     assert names.pod_hostname("test-sample-1-3", "test-sample") == "test-sample-1-3.test-sample"
-    # No .svc suffix (contract 3.7).
+    # No .svc suffix (upstream's AddLWSVariables, pkg/utils/pod/pod_utils.go).
     assert (
         names.leader_address("test-sample", 1, "test-sample", "ns")
         == "test-sample-1.test-sample.ns"

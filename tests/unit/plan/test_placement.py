@@ -1,6 +1,7 @@
-"""Exclusive-placement terms (contract 4.9; upstream TestSetExclusiveAffinities and
-TestExclusiveAffinityApplied, the latter adapted: a term counts as applied when it is on the
-topology key *and* selects on the LWS label key, not merely on the topology key)."""
+"""Exclusive-placement terms (upstream's SetExclusiveAffinities, pkg/webhooks/pod_webhook.go; its
+unit tests TestSetExclusiveAffinities and TestExclusiveAffinityApplied, the latter adapted: a term
+counts as applied when it is on the topology key *and* selects on the LWS label key, not merely on
+the topology key)."""
 
 from __future__ import annotations
 

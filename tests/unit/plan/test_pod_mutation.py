@@ -1,8 +1,10 @@
 """The pod webhook, case by case.
 
-Ports upstream's integration tests of the pod webhook (test/integration/webhooks/pod_test.go,
-contract 7.7; the line numbers are upstream's) and its unit test TestAddLWSVariables, plus the
-examples of contract 3.7, 3.8 and 4.9. Upstream's test pods that lack a label or annotation every
+Ports upstream's integration tests of the pod webhook (test/integration/webhooks/pod_test.go;
+the line numbers are upstream's) and its unit test TestAddLWSVariables
+(pkg/utils/pod/pod_utils_test.go), plus examples of the LWS and TPU variables and of exclusive
+placement (pkg/utils/pod/pod_utils.go, pkg/utils/accelerators/tpu.go,
+pkg/webhooks/pod_webhook.go). Upstream's test pods that lack a label or annotation every
 StatefulSet-created pod has (size, group-index) get it here, since both upstream and we reject
 them at the LWS-env step.
 """
@@ -166,7 +168,7 @@ def test_worker_index_is_always_overwritten() -> None:
     assert labels_of(mutate_pod(pod))[c.WORKER_INDEX_LABEL] == "2"
 
 
-# --- TPU env (pod_test.go:265-621, contract 3.8) -----------------------------------------------
+# --- TPU env (pod_test.go:265-621; pkg/utils/accelerators/tpu.go) ------------------------------
 
 
 def test_tpu_pod_outside_lws_gets_no_tpu_env() -> None:  # :265
@@ -492,7 +494,7 @@ def test_subgroup_leader_with_tpus() -> None:
         assert env[c.TPU_WORKER_ID] == wid
 
 
-# --- Exclusive placement (pod_test.go:622-800, contract 4.9) -----------------------------------
+# --- Exclusive placement (pod_test.go:622-800; SetExclusiveAffinities) -------------------------
 
 
 def _group_terms(key: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -586,7 +588,7 @@ def test_exclusive_terms_do_not_override_other_terms() -> None:  # :745
     assert mutated["spec"]["affinity"]["nodeAffinity"] == {"x": 1}
 
 
-# --- LWS env (pod_test.go:801, contract 3.7; unit test TestAddLWSVariables) ----------------------
+# --- LWS env (pod_test.go:801; AddLWSVariables and its unit test TestAddLWSVariables) ----------
 
 
 def test_leader_address_env_is_first_in_containers_and_init_containers() -> None:  # :801
@@ -659,7 +661,7 @@ def test_ephemeral_containers_are_left_alone() -> None:
     assert mutate_pod(pod)["spec"]["ephemeralContainers"] == [{"name": "debug"}]
 
 
-# --- Gang scheduling (pod_test.go:913, contract 4.12) ------------------------------------------
+# --- Gang scheduling (pod_test.go:913; pkg/schedulerprovider/volcano_provider.go) --------------
 
 
 def _gang_pods() -> list[dict[str, Any]]:

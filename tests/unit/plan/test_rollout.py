@@ -1,5 +1,7 @@
-"""Rolling-update arithmetic (contract 4.3-4.5, 3.1): the case list, every worked example of
-4.4, and properties checked against a small model of the StatefulSet controller."""
+"""Rolling-update arithmetic (upstream's rollingUpdateParameters and the leader StatefulSet's
+maxUnavailable, pkg/controllers/leaderworkerset_controller.go): the case list, the worked
+examples of upstream's test/integration/controllers/leaderworkerset_test.go, and properties
+checked against a small model of the StatefulSet controller."""
 
 from __future__ import annotations
 
@@ -125,7 +127,7 @@ def test_sts_max_unavailable(
     assert result == RolloutPlan(partition=0, replicas=replicas, sts_max_unavailable=expected)
 
 
-# --- The cases of contract 4.4, in order ----------------------------------------------------
+# --- The cases of upstream's rollingUpdateParameters, in order -----------------------------
 
 
 def test_case1_no_sts_creates_r_groups_at_partition_p() -> None:
@@ -226,7 +228,7 @@ def test_states_must_match_sts_replicas() -> None:
         plan([OLD], sts_exists=False)
 
 
-# --- Worked examples (contract 4.4 table) ---------------------------------------------------
+# --- Worked examples (test/integration/controllers/leaderworkerset_test.go) ----------------
 
 
 class Harness:

@@ -1,4 +1,7 @@
-"""The StatefulSets match contract 3.1 (leader) and 3.2 (worker), field by field."""
+"""The StatefulSets match upstream's field by field: the leader's
+(constructLeaderStatefulSetApplyConfiguration, pkg/controllers/leaderworkerset_controller.go)
+and the workers' (constructWorkerStatefulSetApplyConfiguration,
+pkg/controllers/pod_controller.go)."""
 
 from typing import Any
 

@@ -1,4 +1,5 @@
-"""Status and conditions (contract 4.13, 1.3, 3.10)."""
+"""Status, conditions and their events (upstream's updateStatus and updateConditions,
+pkg/controllers/leaderworkerset_controller.go)."""
 
 from __future__ import annotations
 

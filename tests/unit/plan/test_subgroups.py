@@ -1,4 +1,5 @@
-"""Subgroup index arithmetic (contract 4.8; upstream unit test TestGetSubGroupIndex)."""
+"""Subgroup index arithmetic (upstream's getSubGroupIndex, pkg/webhooks/pod_webhook.go; its unit
+test TestGetSubGroupIndex)."""
 
 from __future__ import annotations
 
@@ -52,9 +53,9 @@ def layout(size: int, subgroup_size: int, policy: str) -> dict[int, set[int]]:
 
 
 def expected_layout(size: int, sg: int, policy: str) -> dict[int, set[int]]:
-    """Contract 4.8 in words: chunks of sg pods; the leader is subgroup 0's extra pod when only
-    size-1 is a multiple of sg; with LeaderExcluded it is in none (and with sg 1, worker w is
-    subgroup w)."""
+    """Upstream's getSubGroupIndex in words: chunks of sg pods; the leader is subgroup 0's extra pod
+    when only size-1 is a multiple of sg; with LeaderExcluded it is in none (and with sg 1, worker w
+    is subgroup w)."""
     if policy == LEADER_EXCLUDED and sg == 1:
         return {w: {w} for w in range(1, size)}
     if policy == LEADER_EXCLUDED:
@@ -69,7 +70,8 @@ def expected_layout(size: int, sg: int, policy: str) -> dict[int, set[int]]:
 @pytest.mark.parametrize(
     ("policy", "size", "subgroup_size", "expected"),
     [
-        # The layouts table of contract 4.8.
+        # The layouts upstream's pod webhook gives (getSubGroupIndex; the leader has no subgroup
+        # under LeaderExcluded).
         (LEADER_WORKER, 4, 2, {0: {0, 1}, 1: {2, 3}}),
         (LEADER_WORKER, 5, 2, {0: {0, 1, 2}, 1: {3, 4}}),
         (LEADER_EXCLUDED, 5, 2, {0: {1, 2}, 1: {3, 4}}),
@@ -85,7 +87,8 @@ def test_layouts_table(
 
 
 def _valid(size: int, sg: int, policy: str) -> bool:
-    """The LWS validation rules for subGroupSize (contract 2.4, rule 9)."""
+    """The LWS validation rules for subGroupSize (upstream's validateUpdateSubGroupPolicy,
+    pkg/webhooks/leaderworkerset_webhook.go)."""
     if sg > size or (size % sg and (size - 1) % sg):
         return False
     return policy == LEADER_WORKER or (size - 1) % sg == 0
