@@ -57,7 +57,7 @@ from lws_operator.api import constants as c
 from lws_operator.api import ds_constants as dc
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import kube_versions
 from lws_testbed.local import ClusterConfig, LocalCluster

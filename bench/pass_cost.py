@@ -36,7 +36,7 @@ from typing import Any, cast
 
 from bench.common import RESULTS, lws_manifest, machine, operated
 from lws_operator.api import constants as c
-from lws_operator.controller.reconcile import Reconciler
+from lws_operator.controller.lws.reconcile import Reconciler
 from lws_operator.kube.client import Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path

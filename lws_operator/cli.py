@@ -73,9 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     import dataclasses
     import signal
 
-    from lws_operator.controller.leader import LeadershipLost
-    from lws_operator.controller.logs import configure as configure_logging
     from lws_operator.controller.operator import OperatorConfig, run
+    from lws_operator.controller.runtime.leader import LeadershipLost
+    from lws_operator.controller.runtime.logs import configure as configure_logging
 
     configure_logging(fmt=args.log_format, verbose=args.verbose)
     from lws_operator.config import ConfigError, load

@@ -23,8 +23,8 @@ from typing import Any, Final, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lws_operator.plan.backoff import Backoff
-from lws_operator.plan.history import Limits
+from lws_operator.plan.lws.backoff import Backoff
+from lws_operator.plan.lws.history import Limits
 
 API_VERSION: Final = "config.lws-operator.x-k8s.io/v1alpha1"
 KIND: Final = "Configuration"

@@ -5,7 +5,7 @@ Fields, JSON names and defaults are those of upstream v0.10.0 (``api/disaggregat
 role embeds a LeaderWorkerSet spec with the defaults of upstream's DisaggregatedSet CRD, which are
 not all those of a LeaderWorkerSet: there is no mutating webhook for DisaggregatedSets, so an
 omitted ``rolloutStrategy`` stays omitted (and means maxSurge 1, maxUnavailable 0 to the rollout
-planner, ``plan/ds_rollout.py``). The CRD schemas are generated from these classes
+planner, ``plan/ds/rollout.py``). The CRD schemas are generated from these classes
 (:mod:`lws_operator.api.ds_crd`); cross-field rules are in :mod:`lws_operator.api.ds_rules`.
 """
 

@@ -4,7 +4,7 @@ CRD defaults apply only to absent fields, but Go clients send a non-pointer fiel
 unset as ``""`` (``rolloutStrategy: {type: ""}``; Kueue's LWS webhook round-trips every LWS it
 mutates through Go structs and can add the same). Upstream's defaulting webhook stores the
 default instead (lws v0.10.0 ``pkg/webhooks/leaderworkerset_webhook.go:53-63``); so does the
-operator's LeaderWorkerSet webhook (``lws_operator/controller/webhook.py``), on every
+operator's LeaderWorkerSet webhook (``lws_operator/controller/servers/webhook.py``), on every
 Kubernetes version. Its ``matchConditions`` (:func:`match_condition`) send it only the writes
 that carry one of these zero values: every other LeaderWorkerSet write never depends on the
 operator being up. ``lws-operator validate`` replaces them the same way (:func:`with_defaults`).

@@ -11,7 +11,7 @@ served from the same event loop.
 
 The DisaggregatedSet controller runs beside it with the same shape: kopf indexes the
 DisaggregatedSets and their role scalers, informers watch the LeaderWorkerSets and Services
-labelled ``disaggregatedset.x-k8s.io/name``, and a queue of its own runs ``ds_reconcile.py``.
+labelled ``disaggregatedset.x-k8s.io/name``, and a queue of its own runs ``ds/reconcile.py``.
 
 Two kopf features are switched off because they cost something on every LWS event and the
 operator has no use for them: the diff base (a deep copy of each object for change-detection
@@ -36,18 +36,7 @@ import kopf
 
 from lws_operator.api import constants as c
 from lws_operator.api import ds_constants as dc
-from lws_operator.controller import certs, webhook
-from lws_operator.controller.cache import (
-    Cache,
-    node_key,
-    project_meta,
-    project_node,
-    project_pod,
-    project_revision,
-    project_service,
-    project_statefulset,
-)
-from lws_operator.controller.ds_cache import (
+from lws_operator.controller.ds.cache import (
     DS_INDEX,
     LWS_STORE,
     SCALER_NAMES_INDEX,
@@ -57,29 +46,45 @@ from lws_operator.controller.ds_cache import (
     ds_key,
     project_child,
 )
-from lws_operator.controller.ds_cache import (
+from lws_operator.controller.ds.cache import (
     project_service as project_ds_service,
 )
-from lws_operator.controller.ds_reconcile import DsReconciler
-from lws_operator.controller.eviction import (
+from lws_operator.controller.ds.reconcile import DsReconciler
+from lws_operator.controller.lws.cache import (
+    Cache,
+    node_key,
+    project_meta,
+    project_node,
+    project_pod,
+    project_revision,
+    project_service,
+    project_statefulset,
+)
+from lws_operator.controller.lws.eviction import (
     EVICTION_WEBHOOK_PATH,
     EvictionCoverage,
     EvictionReviewer,
 )
-from lws_operator.controller.external_certs import ExternalCertKeeper
-from lws_operator.controller.informer import Informer, Key
-from lws_operator.controller.leader import LEASE_NAME, LeaderElector, Leadership, default_identity
-from lws_operator.controller.metrics import Metrics, MetricsServing, serve_endpoints
-from lws_operator.controller.queue import WorkQueue
-from lws_operator.controller.reconcile import Reconciler
+from lws_operator.controller.lws.reconcile import Reconciler
+from lws_operator.controller.runtime.informer import Informer, Key
+from lws_operator.controller.runtime.leader import (
+    LEASE_NAME,
+    LeaderElector,
+    Leadership,
+    default_identity,
+)
+from lws_operator.controller.runtime.queue import WorkQueue
+from lws_operator.controller.servers import certs, webhook
+from lws_operator.controller.servers.external_certs import ExternalCertKeeper
+from lws_operator.controller.servers.metrics import Metrics, MetricsServing, serve_endpoints
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan import gang
-from lws_operator.plan.backoff import Backoff
 from lws_operator.plan.events import Event
-from lws_operator.plan.history import Limits, project_history
-from lws_operator.plan.pod_mutation import GANG_PROVIDER_KUBERNETES
+from lws_operator.plan.lws import gang
+from lws_operator.plan.lws.backoff import Backoff
+from lws_operator.plan.lws.history import Limits, project_history
+from lws_operator.plan.lws.pod_mutation import GANG_PROVIDER_KUBERNETES
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +139,7 @@ _CHILDREN: tuple[tuple[str, str, str, str, Callable[[Any], dict[str, Any] | None
     ("lws_pods", "", "v1", "pods", project_pod),
     ("lws_services", "", "v1", "services", project_service),
     ("lws_revisions", "apps", "v1", "controllerrevisions", project_revision),
-    # Each LWS's failure history (plan/history.py); other labelled ConfigMaps are skipped.
+    # Each LWS's failure history (plan/lws/history.py); other labelled ConfigMaps are skipped.
     ("lws_history", "", "v1", "configmaps", project_history),
 )
 
@@ -382,7 +387,7 @@ class GangWiring:
 
 
 async def gang_wiring(kube: Kube, provider: str | None) -> GangWiring:
-    """The configured provider's PodGroup API, chosen from discovery (plan/gang.py
+    """The configured provider's PodGroup API, chosen from discovery (plan/lws/gang.py
     ``resolve``). The native API unserved is logged once, as an error, with the cluster's
     version; the operator then runs every LWS without gangs."""
     if provider is None:

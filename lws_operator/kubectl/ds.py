@@ -7,7 +7,7 @@ disaggregatedset/NAME``, or NAME when no LeaderWorkerSet has it).
 * ``plan -f new.yaml``: per slice, the rollout steps the operator would take to go from the
   children in the cluster to ``new.yaml`` (defaulted by a server-side dry run): replicas per
   role on the old revisions and on the new one at each step, from the operator's own planner
-  (:mod:`lws_operator.plan.ds_rollout`), each step taken as soon as the previous is ready.
+  (:mod:`lws_operator.plan.ds.rollout`), each step taken as soon as the previous is ready.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from lws_operator.api.ds_models import DisaggregatedSet
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kubectl.common import events_of, nodes_of, status_rows
-from lws_operator.plan import ds_rollout as rollout
-from lws_operator.plan.ds_objects import Child, child_of, service_name
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds import rollout
+from lws_operator.plan.ds.objects import Child, child_of, service_name
+from lws_operator.plan.ds.revision import compute_revision
+from lws_operator.plan.lws.rollout_sim import format_table
 from lws_operator.plan.meta import labels_of
-from lws_operator.plan.rollout_sim import format_table
 
 Obj = Mapping[str, Any]
 

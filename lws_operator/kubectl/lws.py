@@ -6,7 +6,7 @@
 * ``kubectl lws status`` then lists, per group, what failure handling knows: a crash loop's
   backoff ("group 3: crash loop, next recreation in 40 s"), a group Failed with its restart
   budget spent, pods on nodes that are NotReady or unreachable, and the last recreations with
-  what failed (from the history ConfigMap ``<lws>-restart-history``, plan/history.py).
+  what failed (from the history ConfigMap ``<lws>-restart-history``, plan/lws/history.py).
 * ``kubectl lws logs NAME GROUP [-n NS]``: the log tails kept of the group's failed
   containers, recreation by recreation.
 * ``kubectl lws recreate NAME GROUP... [-n NS]``: ask the operator to recreate groups now
@@ -14,7 +14,7 @@
 * ``kubectl lws plan NAME -f new.yaml [-n NS]``: the rollout steps the operator would take
   to go from the LeaderWorkerSet in the cluster to ``new.yaml`` (validated and defaulted by a
   server-side dry run), from the operator's own planner
-  (:mod:`lws_operator.plan.rollout_sim`).
+  (:mod:`lws_operator.plan.lws.rollout_sim`).
 
 With Kueue managing the LeaderWorkerSet (its Workload API served, and the LWS queued or with
 Workloads), ``status`` adds each group's Workload and its state, and ``plan`` the quota the
@@ -38,15 +38,15 @@ from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kubectl.common import age, events_of, nodes_of, status_rows
-from lws_operator.plan import disruption
-from lws_operator.plan import revision as rev
-from lws_operator.plan.gang import min_resources
-from lws_operator.plan.groups import observe_groups
-from lws_operator.plan.history import History, parse_history, parse_time, project_history
-from lws_operator.plan.history import history_name as _history_name
+from lws_operator.plan.lws import disruption
+from lws_operator.plan.lws import revision as rev
+from lws_operator.plan.lws.gang import min_resources
+from lws_operator.plan.lws.groups import observe_groups
+from lws_operator.plan.lws.history import History, parse_history, parse_time, project_history
+from lws_operator.plan.lws.history import history_name as _history_name
+from lws_operator.plan.lws.nodehealth import node_state
+from lws_operator.plan.lws.rollout_sim import format_steps, format_table, simulate_rollout
 from lws_operator.plan.meta import labels_of, uid_of
-from lws_operator.plan.nodehealth import node_state
-from lws_operator.plan.rollout_sim import format_steps, format_table, simulate_rollout
 
 # ---- failure handling (issue 16) ----------------------------------------------------------
 
@@ -213,7 +213,7 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
 
 
 def moves_section(lws: dict[str, Any], sts: dict[str, Any] | None, now: datetime.datetime) -> str:
-    """The groups being moved off nodes (evictions, plan/disruption.py), and why."""
+    """The groups being moved off nodes (evictions, plan/lws/disruption.py), and why."""
     moves = disruption.describe(disruption.read_state(sts), lws["metadata"]["name"], now)
     if not moves:
         return ""

@@ -3,7 +3,7 @@
 API server stores it.
 
 Upstream's DisaggregatedSet controller names its children after a hash of that output
-(:mod:`lws_operator.plan.ds_revision`), so recognising its children means reproducing it:
+(:mod:`lws_operator.plan.ds.revision`), so recognising its children means reproducing it:
 fields in Go declaration order (not sorted), ``omitempty`` and ``omitzero`` as Go applies them
 (never to structs for omitempty; a missing slice is ``null``, an empty one ``[]``), map keys
 sorted, quantities in canonical form, HTML characters escaped. The struct layout comes from

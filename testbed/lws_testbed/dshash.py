@@ -1,6 +1,6 @@
 """Upstream's own DisaggregatedSet revision hash, through ``dshash`` (``dshash/main.go``, built
 by ``build-bins.sh dshash`` on the upstream module pinned in ``versions.env``): the reference
-the operator's implementation (``lws_operator/plan/ds_revision.py``) is tested against, and
+the operator's implementation (``lws_operator/plan/ds/revision.py``) is tested against, and
 the source of ``lws_operator/api/go_layout.json``."""
 
 from __future__ import annotations

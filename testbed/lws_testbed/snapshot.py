@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lws_operator.controller.cache import Cache
-from lws_operator.controller.informer import Informer, Key
+from lws_operator.controller.lws.cache import Cache
 from lws_operator.controller.operator import _children, node_informer
+from lws_operator.controller.runtime.informer import Informer, Key
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.gang import GangApi
+from lws_operator.plan.lws.gang import GangApi
 
 
 async def cache_of(

@@ -20,7 +20,7 @@ import pytest
 
 from lws_operator import pki
 from lws_operator.api import constants as c
-from lws_operator.controller.webhook import LWS_WEBHOOK_PATH
+from lws_operator.controller.servers.webhook import LWS_WEBHOOK_PATH
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_testbed.realnode import images, pin_to_real_node

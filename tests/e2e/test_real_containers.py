@@ -10,7 +10,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import pod_ready
+from lws_operator.plan.lws.groups import pod_ready
 from lws_testbed.realnode import node as realnode
 from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import create_available, is_available, wait_lws, wait_pods

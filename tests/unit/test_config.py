@@ -101,8 +101,8 @@ def test_cli_rejects_an_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_group_recreation_settings() -> None:
-    from lws_operator.plan.backoff import Backoff
-    from lws_operator.plan.history import Limits
+    from lws_operator.plan.lws.backoff import Backoff
+    from lws_operator.plan.lws.history import Limits
 
     assert parse(HEADER).backoff == Backoff() and parse(HEADER).history_limits == Limits()
     config = parse(

@@ -9,9 +9,10 @@ from typing import Any
 import yaml
 
 from lws_operator.cli import build_parser
-from lws_operator.controller import certs, eviction, webhook
-from lws_operator.controller.leader import LEASE_NAME
-from lws_operator.controller.metrics_auth import ACCESS_REVIEWS, TOKEN_REVIEWS
+from lws_operator.controller.lws import eviction
+from lws_operator.controller.runtime.leader import LEASE_NAME
+from lws_operator.controller.servers import certs, webhook
+from lws_operator.controller.servers.metrics_auth import ACCESS_REVIEWS, TOKEN_REVIEWS
 
 BASE = Path(__file__).resolve().parents[2] / "deploy" / "base"
 

@@ -8,7 +8,7 @@ import datetime
 
 from lws_operator.api import constants as lc
 from lws_operator.kubectl.ds import plan_text, status_text
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.revision import compute_revision
 from tests.unit.plan.ds_world import World, ds_body, role
 from tests.unit.test_kubectl_lws import pod
 

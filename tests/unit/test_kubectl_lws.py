@@ -9,7 +9,7 @@ from lws_operator.api import constants as c
 from lws_operator.kubectl.cli import context_namespace
 from lws_operator.kubectl.common import age, last_recreations, status_rows
 from lws_operator.kubectl.lws import moves_section
-from lws_operator.plan import disruption
+from lws_operator.plan.lws import disruption
 from tests.unit.api.lws_testdata import base_object
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
@@ -145,7 +145,7 @@ def test_the_groups_being_moved_and_why() -> None:
 
 def test_failure_lines_show_backoff_failed_nodes_and_recent_recreations() -> None:
     from lws_operator.kubectl.lws import failure_lines
-    from lws_operator.plan.history import (
+    from lws_operator.plan.lws.history import (
         ContainerFailure,
         GroupHistory,
         History,
@@ -209,7 +209,7 @@ def test_logs_print_each_kept_tail_or_why_there_is_none() -> None:
     import json as json_
 
     from lws_operator.kubectl.lws import log_sections, request_value
-    from lws_operator.plan.history import ContainerFailure, GroupHistory, Recreation
+    from lws_operator.plan.lws.history import ContainerFailure, GroupHistory, Recreation
 
     g = GroupHistory(
         total=1,

@@ -30,8 +30,8 @@ from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.ds_objects import legacy_lws_name, lws_name
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.objects import legacy_lws_name, lws_name
+from lws_operator.plan.ds.revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed import upstream
 from lws_testbed.local import ClusterConfig, LocalCluster

@@ -33,8 +33,8 @@ from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kubectl.lws import cmd_status
-from lws_operator.plan.backoff import Backoff, delay
-from lws_operator.plan.history import history_name
+from lws_operator.plan.lws.backoff import Backoff, delay
+from lws_operator.plan.lws.history import history_name
 from lws_operator.plan.meta import controller_of, is_controlled_by, is_deleting
 from lws_testbed.local import LocalCluster
 from lws_testbed.nodes import NodeShape, fake_nodes

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lws_operator.controller.reconcile import Reconciler
+from lws_operator.controller.lws.reconcile import Reconciler
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path

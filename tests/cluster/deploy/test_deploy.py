@@ -21,10 +21,11 @@ import aiohttp
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.controller import certs, eviction
+from lws_operator.controller.lws import eviction
+from lws_operator.controller.servers import certs
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.revision import compute_revision
 from lws_testbed.lws_api import until
 from lws_testbed.operator_process import WEBHOOK_CONFIG, WEBHOOK_CONFIGS, start_operator
 from lws_testbed.wait import wait_for_objects

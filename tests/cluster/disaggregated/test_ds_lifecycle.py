@@ -14,7 +14,7 @@ import yaml
 from lws_operator.api import ds_constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.revision import compute_revision
 from lws_operator.plan.meta import labels_of, pod_ready
 from lws_testbed.wait import wait_for_objects
 from tests.cluster.deploy.helpers import kubectl_lws

@@ -18,8 +18,8 @@ from typing import Any
 
 from lws_operator.api import ds_constants as c
 from lws_operator.kube.client import Kube
-from lws_operator.plan.ds_revision import compute_revision
-from lws_operator.plan.ds_rollout import Budget, total_steps
+from lws_operator.plan.ds.revision import compute_revision
+from lws_operator.plan.ds.rollout import Budget, total_steps
 from lws_operator.plan.meta import labels_of
 from lws_testbed.wait import Objects, WaitTimeout, follow_objects
 from tests.cluster.disaggregated.helpers import (

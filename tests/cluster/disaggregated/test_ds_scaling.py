@@ -15,7 +15,7 @@ from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.revision import compute_revision
 from lws_testbed.wait import wait_for_objects
 from tests.cluster.disaggregated.helpers import (
     ds_body,

@@ -14,7 +14,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.disruption import BUDGET_ANNOTATION, STATE_ANNOTATION
+from lws_operator.plan.lws.disruption import BUDGET_ANNOTATION, STATE_ANNOTATION
 from lws_operator.plan.meta import is_deleting, pod_ready
 from lws_testbed.binaries import bin_dir
 from lws_testbed.wait import Objects, follow_objects

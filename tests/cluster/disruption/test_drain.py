@@ -1,5 +1,5 @@
 """``kubectl drain`` of nodes holding pods of several groups, with the real scheduler and the
-eviction webhook (plan/disruption.py): every group is moved whole, surge first, never more than
+eviction webhook (plan/lws/disruption.py): every group is moved whole, surge first, never more than
 B groups down, and the drain's own retries are the only waiting.
 
 Each LWS runs on a node pool of its own: created on just enough nodes that every node holds

@@ -12,7 +12,7 @@ import pytest
 from lws_operator.api import constants as c
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.groups import labels_of
+from lws_operator.plan.lws.groups import labels_of
 from lws_testbed import kueue
 from lws_testbed.wait import Objects, wait_for_objects
 from tests.cluster.controller.helpers import condition, lws_path, wait_lws

@@ -9,8 +9,8 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.disruption import BUDGET_ANNOTATION
-from lws_operator.plan.history import history_name
+from lws_operator.plan.lws.disruption import BUDGET_ANNOTATION
+from lws_operator.plan.lws.history import history_name
 from lws_testbed.operator_process import OperatorProcess
 from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import (

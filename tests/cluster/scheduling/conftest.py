@@ -19,7 +19,7 @@ from lws_operator.api import constants as c
 from lws_operator.controller.operator import cluster_version, served_versions
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan import gang
+from lws_operator.plan.lws import gang
 from lws_testbed.local import LocalCluster
 from lws_testbed.nodes import GPU_RESOURCE, RACK_LABEL, ZONE_LABEL, NodeShape, fake_nodes
 from lws_testbed.wait import Objects, wait_for_objects

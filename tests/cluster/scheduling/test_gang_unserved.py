@@ -14,7 +14,7 @@ import pytest
 
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan import gang
+from lws_operator.plan.lws import gang
 from lws_testbed.operator_process import OperatorProcess
 from lws_testbed.wait import wait_for_objects
 from tests.cluster.controller.helpers import create_available, lws_body

@@ -1,5 +1,5 @@
 from lws_operator.api import constants as c
-from lws_operator.controller.cache import Cache, project_node, project_pod, project_revision
+from lws_operator.controller.lws.cache import Cache, project_node, project_pod, project_revision
 
 
 def deleted_pod(name: str, owner: str, worker: str = "1") -> dict[str, object]:
@@ -93,7 +93,7 @@ def test_statefulset_revisions_are_not_ours() -> None:
 
 
 def test_pod_projection_keeps_the_terminated_states_as_evidence() -> None:
-    from lws_operator.plan.history import MESSAGE_MAX
+    from lws_operator.plan.lws.history import MESSAGE_MAX
 
     status = {
         "name": "c",
@@ -122,7 +122,7 @@ def test_pod_projection_keeps_the_terminated_states_as_evidence() -> None:
 def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
     from typing import cast
 
-    from lws_operator.controller.informer import Informer
+    from lws_operator.controller.runtime.informer import Informer
     from lws_operator.kube.client import Kube
 
     cache = Cache()
@@ -169,8 +169,8 @@ def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
     new replicas have the groups observed anew."""
     from typing import Any, cast
 
-    from lws_operator.controller.cache import project_statefulset
-    from lws_operator.controller.informer import Informer
+    from lws_operator.controller.lws.cache import project_statefulset
+    from lws_operator.controller.runtime.informer import Informer
     from lws_operator.kube.client import Kube
 
     key = ("ns", "x")

@@ -1,7 +1,7 @@
 import datetime
 
 from lws_operator import pki
-from lws_operator.controller import certs
+from lws_operator.controller.servers import certs
 
 
 def test_issue_for_names_and_trust_chain() -> None:

@@ -1,4 +1,4 @@
-"""controller/eviction.py: the configuration keeper keeps what it does not change and repairs a
+"""controller/lws/eviction.py: the configuration keeper keeps what it does not change and repairs a
 reset; the reviewer records a move with the resourceVersion it read and reads again after a
 conflict; only pods/eviction CREATE requests are judged."""
 
@@ -8,11 +8,11 @@ import copy
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.controller import eviction
-from lws_operator.controller.cache import Observed
+from lws_operator.controller.lws import eviction
+from lws_operator.controller.lws.cache import Observed
 from lws_operator.kube.client import ApiError
-from lws_operator.plan import disruption as d
-from lws_operator.plan.groups import Group
+from lws_operator.plan.lws import disruption as d
+from lws_operator.plan.lws.groups import Group
 from tests.unit.api.lws_testdata import base_object
 
 CONFIGS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"

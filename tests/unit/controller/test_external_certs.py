@@ -7,7 +7,7 @@ import ssl
 from pathlib import Path
 
 from lws_operator import pki
-from lws_operator.controller.external_certs import ExternalCertKeeper
+from lws_operator.controller.servers.external_certs import ExternalCertKeeper
 
 
 def write(d: Path, ca: pki.KeyPair) -> bytes:

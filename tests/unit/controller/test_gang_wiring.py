@@ -11,7 +11,7 @@ import pytest
 
 from lws_operator.controller import operator
 from lws_operator.kube.client import ApiError, Kube
-from lws_operator.plan import gang
+from lws_operator.plan.lws import gang
 
 PG = [{"name": "podgroups"}, {"name": "podgroups/status"}, {"name": "workloads"}]
 
@@ -115,8 +115,8 @@ class _Refusing:
 
 async def test_each_lws_gets_the_warning_once() -> None:
     from lws_operator.api.models import LeaderWorkerSet
-    from lws_operator.controller import reconcile
-    from lws_operator.controller.cache import Cache, Observed
+    from lws_operator.controller.lws import reconcile
+    from lws_operator.controller.lws.cache import Cache, Observed
     from lws_operator.plan.events import Event
     from tests.unit.api.lws_testdata import base_object
 

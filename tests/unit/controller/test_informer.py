@@ -3,8 +3,8 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from lws_operator.api import constants as c
-from lws_operator.controller.cache import project_pod, project_revision
-from lws_operator.controller.informer import Informer
+from lws_operator.controller.lws.cache import project_pod, project_revision
+from lws_operator.controller.runtime.informer import Informer
 from lws_operator.kube.client import ApiError, Kube
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from lws_operator.controller import leader as leader_mod
-from lws_operator.controller.leader import LeaderElector, LeadershipLost
+from lws_operator.controller.runtime import leader as leader_mod
+from lws_operator.controller.runtime.leader import LeaderElector, LeadershipLost
 from lws_operator.kube.client import ApiError
 
 

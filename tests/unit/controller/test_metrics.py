@@ -11,15 +11,15 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from lws_operator.controller.logs import ContextFilter, JsonFormatter, reconciling
-from lws_operator.controller.metrics import (
+from lws_operator.controller.runtime.logs import ContextFilter, JsonFormatter, reconciling
+from lws_operator.controller.runtime.queue import WorkQueue
+from lws_operator.controller.servers.metrics import (
     Metrics,
     MetricsServing,
     group_state,
     parse_bind_address,
     serve_endpoints,
 )
-from lws_operator.controller.queue import WorkQueue
 from tests.unit.plan.groups import CURRENT, group
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lws_operator.controller import metrics_auth as ma
+from lws_operator.controller.servers import metrics_auth as ma
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from lws_operator.controller.queue import WorkQueue
+from lws_operator.controller.runtime.queue import WorkQueue
 from lws_operator.kube.client import ApiError
 
 
@@ -95,7 +95,7 @@ async def test_a_lost_write_is_retried_with_one_line_and_no_traceback(
 
     q = WorkQueue(handler, workers=1, base_delay=0.01)
     q.start()
-    with caplog.at_level(logging.WARNING, logger="lws_operator.controller.queue"):
+    with caplog.at_level(logging.WARNING, logger="lws_operator.controller.runtime.queue"):
         q.add("k")
         await asyncio.wait_for(done.wait(), 5)
     await q.stop()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from lws_operator.controller.cache import Cache
-from lws_operator.controller.reconcile import Memory, Reconciler
+from lws_operator.controller.lws.cache import Cache
+from lws_operator.controller.lws.reconcile import Memory, Reconciler
 from lws_operator.kube.client import Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.plan.events import Event
@@ -63,10 +63,10 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
     redone; a change of either's generation or metadata, the revision or the rollout step
     plans it again."""
     from lws_operator.api.models import LeaderWorkerSet
-    from lws_operator.controller import reconcile
-    from lws_operator.controller.cache import Observed
-    from lws_operator.plan.revision import RevisionChoice
-    from lws_operator.plan.rollout import RolloutPlan
+    from lws_operator.controller.lws import reconcile
+    from lws_operator.controller.lws.cache import Observed
+    from lws_operator.plan.lws.revision import RevisionChoice
+    from lws_operator.plan.lws.rollout import RolloutPlan
     from tests.unit.api.lws_testdata import base_object
 
     planned: list[tuple[Any, ...]] = []
@@ -131,10 +131,10 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
     its Services, revisions or PodGroups changed. A recreated group waits for its next
     observation."""
     from lws_operator.api.models import LeaderWorkerSet
-    from lws_operator.controller import reconcile
-    from lws_operator.controller.cache import Observed
-    from lws_operator.plan.groups import Group
-    from lws_operator.plan.workers import NOTHING, WorkerPlan
+    from lws_operator.controller.lws import reconcile
+    from lws_operator.controller.lws.cache import Observed
+    from lws_operator.plan.lws.groups import Group
+    from lws_operator.plan.lws.workers import NOTHING, WorkerPlan
     from tests.unit.api.lws_testdata import base_object
 
     planned: list[int] = []

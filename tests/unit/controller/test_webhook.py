@@ -8,8 +8,8 @@ import jsonpatch
 
 from lws_operator.api import constants as c
 from lws_operator.api import zero_values
-from lws_operator.controller import certs
-from lws_operator.controller.webhook import (
+from lws_operator.controller.servers import certs
+from lws_operator.controller.servers.webhook import (
     LWS_WEBHOOK_NAME,
     LWS_WEBHOOK_PATH,
     POD_WEBHOOK_NAME,

@@ -11,7 +11,7 @@ from typing import Any
 
 from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_models import DisaggregatedSet
-from lws_operator.plan.ds import DsPlan, Write, plan_disaggregated_set
+from lws_operator.plan.ds.reconcile import DsPlan, Write, plan_disaggregated_set
 from lws_operator.plan.events import Event
 
 NOW = "2026-01-01T00:00:00Z"

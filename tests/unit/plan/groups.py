@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lws_operator.api import constants as c
-from lws_operator.plan.groups import Group
+from lws_operator.plan.lws.groups import Group
 
 CURRENT = "current"  # the revision key the tests call current
 OLD = "old"

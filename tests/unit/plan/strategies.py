@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
-from lws_operator.plan.pod_mutation import LWS_ENV_NAMES
+from lws_operator.plan.lws.pod_mutation import LWS_ENV_NAMES
 from tests.unit.plan import pods
 
 ENV_NAMES = st.sampled_from([*LWS_ENV_NAMES, "A", "B", "C", c.TPU_PROCESS_PORT, "PATH"])

@@ -1,11 +1,11 @@
-"""Would a server-side apply change anything (plan/applied.py)?"""
+"""Would a server-side apply change anything (plan/lws/applied.py)?"""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from lws_operator.plan.applied import apply_changes_nothing, owned_fields, still_applied
+from lws_operator.plan.lws.applied import apply_changes_nothing, owned_fields, still_applied
 
 BODY: dict[str, Any] = {
     "apiVersion": "apps/v1",

@@ -1,10 +1,10 @@
-"""Changed volumeClaimTemplates against an existing leader StatefulSet (plan/claims.py)."""
+"""Changed volumeClaimTemplates against an existing leader StatefulSet (plan/lws/claims.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lws_operator.plan.claims import BLOCKED, KEEP, claims_conflict, keep_claims
+from lws_operator.plan.lws.claims import BLOCKED, KEEP, claims_conflict, keep_claims
 
 
 def claim(name: str = "data", size: str = "1Gi", **spec: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""plan/disruption.py: the eviction's answer, the moves' steps, and a property over random
+"""plan/lws/disruption.py: the eviction's answer, the moves' steps, and a property over random
 sequences of evictions, reconciles and readiness: never fewer than R - B groups available,
 never more than max(B, 1) moves of available groups at once."""
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
-from lws_operator.plan import disruption as d
-from lws_operator.plan.groups import Group
-from lws_operator.plan.rollout import RolloutPlan
+from lws_operator.plan.lws import disruption as d
+from lws_operator.plan.lws.groups import Group
+from lws_operator.plan.lws.rollout import RolloutPlan
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 LWS = "vllm"

@@ -1,6 +1,6 @@
-"""One reconcile of a DisaggregatedSet, decided (plan/ds.py): upstream's controller, executor,
-service and scaler manager cases (``pkg/controllers/disaggregatedset/*_test.go`` at v0.10.0,
-read as behaviour facts), on the in-memory world of ``ds_world.py``."""
+"""One reconcile of a DisaggregatedSet, decided (plan/ds/reconcile.py): upstream's controller,
+executor, service and scaler manager cases (``pkg/controllers/disaggregatedset/*_test.go`` at
+v0.10.0, read as behaviour facts), on the in-memory world of ``ds_world.py``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
-from lws_operator.plan.ds_objects import legacy_lws_name, lws_name
-from lws_operator.plan.ds_revision import compute_revision
+from lws_operator.plan.ds.objects import legacy_lws_name, lws_name
+from lws_operator.plan.ds.revision import compute_revision
 from tests.unit.plan.ds_world import UID, World, ds_body, role
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from lws_operator.api import ds_crd
 from lws_operator.plan import gojson
-from lws_operator.plan.ds_revision import compute_revision, revision_document
+from lws_operator.plan.ds.revision import compute_revision, revision_document
 from lws_testbed.dshash import DshashUnavailable, dshash_binary, upstream_layout, upstream_revisions
 
 ROLES: list[dict[str, Any]] = [

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lws_operator.plan.ds_rollout import (
+from lws_operator.plan.ds.rollout import (
     DEFAULT,
     Budget,
     OldRevision,

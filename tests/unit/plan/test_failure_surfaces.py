@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSetSpec, NetworkConfig
-from lws_operator.plan import revision as rev
-from lws_operator.plan.groups import Group
+from lws_operator.plan.lws import revision as rev
+from lws_operator.plan.lws.groups import Group
+from lws_operator.plan.lws.nodehealth import node_problems, node_state
+from lws_operator.plan.lws.services import publish_not_ready, publish_patches, replica_service
+from lws_operator.plan.lws.status import compute_status
 from lws_operator.plan.meta import name_of
-from lws_operator.plan.nodehealth import node_problems, node_state
-from lws_operator.plan.services import publish_not_ready, publish_patches, replica_service
-from lws_operator.plan.status import compute_status
 from tests.unit.plan.groups import CURRENT, group, leader_pod
 
 

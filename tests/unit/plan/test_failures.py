@@ -1,5 +1,5 @@
-"""Restart budget, backoff, requests and the history records (plan/failures.py,
-plan/backoff.py), as pure functions: the cluster tests show the same on the local cluster."""
+"""Restart budget, backoff, requests and the history records (plan/lws/failures.py,
+plan/lws/backoff.py), as pure functions: the cluster tests show the same on the local cluster."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
-from lws_operator.plan import backoff as bo
-from lws_operator.plan.failures import (
+from lws_operator.plan.lws import backoff as bo
+from lws_operator.plan.lws.failures import (
     Evidence,
     Gate,
     gate,
@@ -20,15 +20,15 @@ from lws_operator.plan.failures import (
     record,
     requested,
 )
-from lws_operator.plan.groups import Group
-from lws_operator.plan.history import (
+from lws_operator.plan.lws.groups import Group
+from lws_operator.plan.lws.history import (
     ContainerFailure,
     GroupHistory,
     History,
     Recreation,
     format_time,
 )
-from lws_operator.plan.restart import Recreate
+from lws_operator.plan.lws.restart import Recreate
 from tests.unit.plan.groups import leader_pod
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)

@@ -14,7 +14,7 @@ import pytest
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec
-from lws_operator.plan import gang
+from lws_operator.plan.lws import gang
 
 
 def req(name: str, **requests: Any) -> dict[str, Any]:
@@ -275,7 +275,7 @@ def test_unavailable_names_the_feature_the_versions_and_the_cluster() -> None:
 def test_name_matches_the_pod_webhooks(provider: str) -> None:
     """The controller names the PodGroup from the leader pod's labels exactly as the webhook
     names it in every pod of the group."""
-    from lws_operator.plan.pod_mutation import mutate_pod
+    from lws_operator.plan.lws.pod_mutation import mutate_pod
     from tests.unit.plan import pods
 
     mutated = mutate_pod(pods.leader("sample-1", 4, lws="sample"), gang_provider=provider)

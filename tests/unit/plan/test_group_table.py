@@ -1,4 +1,4 @@
-"""The cache's table of groups (plan/groups.py ``GroupTable``): the sums and marked groups it
+"""The cache's table of groups (plan/lws/groups.py ``GroupTable``): the sums and marked groups it
 keeps as groups are replaced are what a count over the groups gives, and the planners that
 read them decide over a table what they decide over a plain list."""
 
@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lws_operator.api.models import RestartPolicy
-from lws_operator.plan.groups import Group, GroupTable, group_at, tally, where
-from lws_operator.plan.nodehealth import node_problems
-from lws_operator.plan.restart import plan_recreations
-from lws_operator.plan.status import count_groups
+from lws_operator.plan.lws.groups import Group, GroupTable, group_at, tally, where
+from lws_operator.plan.lws.nodehealth import node_problems
+from lws_operator.plan.lws.restart import plan_recreations
+from lws_operator.plan.lws.status import count_groups
 from tests.unit.plan.groups import CURRENT, group
 
 SIZE = 2

@@ -1,5 +1,6 @@
-"""The history ConfigMap (plan/history.py) and the evidence taken from pods (plan/evidence.py):
-round trips, bounds (property tests), the write, and what is read of a failed pod."""
+"""The history ConfigMap (plan/lws/history.py) and the evidence taken from pods
+(plan/lws/evidence.py): round trips, bounds (property tests), the write, and what is read of a
+failed pod."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
-from lws_operator.plan.evidence import FAILURES_MAX, LogRequest, collect, log_tail, pod_failures
-from lws_operator.plan.history import (
+from lws_operator.plan.lws.evidence import FAILURES_MAX, LogRequest, collect, log_tail, pod_failures
+from lws_operator.plan.lws.history import (
     ContainerFailure,
     GroupHistory,
     History,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
 from lws_operator.plan.jsonpatch import admission_patch, pointer_token
-from lws_operator.plan.pod_mutation import mutate_pod
+from lws_operator.plan.lws.pod_mutation import mutate_pod
 from tests.unit.plan import pods
 from tests.unit.plan.strategies import json_values
 

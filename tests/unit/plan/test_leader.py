@@ -1,4 +1,4 @@
-"""The leader StatefulSet's next apply and its events (plan/leader.py)."""
+"""The leader StatefulSet's next apply and its events (plan/lws/leader.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
-from lws_operator.plan.leader import foreign_leader, plan_leader
-from lws_operator.plan.rollout import RolloutPlan
+from lws_operator.plan.lws.leader import foreign_leader, plan_leader
+from lws_operator.plan.lws.rollout import RolloutPlan
 from tests.unit.api.lws_testdata import base_object
 
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from lws_operator.plan import names
+from lws_operator.plan.lws import names
 
 
 @pytest.mark.parametrize(

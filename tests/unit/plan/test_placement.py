@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.plan import placement
-from lws_operator.plan.podview import PodMutationError, PodView
+from lws_operator.plan.lws import placement
+from lws_operator.plan.lws.podview import PodMutationError, PodView
 
 KEY = c.GROUP_UNIQUE_HASH_LABEL
 AFFINITY, ANTI = placement.exclusive_terms(KEY, "test-key", "topologyKey")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.plan import names, placement
-from lws_operator.plan.pod_mutation import LWS_ENV_NAMES, PodMutationError, mutate_pod
+from lws_operator.plan.lws import names, placement
+from lws_operator.plan.lws.pod_mutation import LWS_ENV_NAMES, PodMutationError, mutate_pod
 from tests.unit.plan import pods
 from tests.unit.plan.pods import NAMESPACE, container, env_of, labels_of, required_terms
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lws_operator.plan.jsonpatch import admission_patch
-from lws_operator.plan.pod_mutation import LWS_ENV_NAMES, PodMutationError, mutate_pod
+from lws_operator.plan.lws.pod_mutation import LWS_ENV_NAMES, PodMutationError, mutate_pod
 from tests.unit.plan.strategies import corrupted_pods, lws_pods
 
 providers = st.sampled_from([None, "volcano", "kubernetes"])

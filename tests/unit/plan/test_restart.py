@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
-from lws_operator.plan.groups import failure, observe_groups
-from lws_operator.plan.restart import (
+from lws_operator.plan.lws.groups import failure, observe_groups
+from lws_operator.plan.lws.restart import (
     Lost,
     Recreations,
     node_lost,
@@ -275,7 +275,7 @@ def test_lost_nodes() -> None:
 
 
 def test_pods_made_by_our_statefulsets_of_any_incarnation_are_ours() -> None:
-    from lws_operator.plan.groups import made_by_groups
+    from lws_operator.plan.lws.groups import made_by_groups
 
     lws_ref = {"kind": "LeaderWorkerSet", "uid": "lws-uid", "controller": True}
     leader_ref = {"kind": "Pod", "name": "s-0", "uid": "leader", "controller": True}

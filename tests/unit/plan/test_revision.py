@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSetSpec
-from lws_operator.plan import revision as rev
+from lws_operator.plan.lws import revision as rev
 
 
 def spec(**template: Any) -> LeaderWorkerSetSpec:

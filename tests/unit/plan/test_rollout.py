@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lws_operator.api.intstr import scaled_value
-from lws_operator.plan.rollout import (
+from lws_operator.plan.lws.rollout import (
     RolloutInput,
     RolloutPlan,
     State,

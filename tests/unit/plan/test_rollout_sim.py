@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec
-from lws_operator.plan.rollout_sim import format_steps, simulate_rollout
+from lws_operator.plan.lws.rollout_sim import format_steps, simulate_rollout
 from tests.unit.api.lws_testdata import base_object
 
 

@@ -5,9 +5,9 @@ from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
 from lws_operator.plan.diff import contains
-from lws_operator.plan.groups import observe_groups
+from lws_operator.plan.lws.groups import observe_groups
+from lws_operator.plan.lws.services import replica_service, shared_service
 from lws_operator.plan.meta import pod_ready, statefulset_ready
-from lws_operator.plan.services import replica_service, shared_service
 
 
 def test_shared_service() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
-from lws_operator.plan.statefulsets import leader_statefulset, worker_statefulset
+from lws_operator.plan.lws.statefulsets import leader_statefulset, worker_statefulset
 
 
 def lws(**spec: Any) -> LeaderWorkerSet:
@@ -182,7 +182,7 @@ def test_worker_statefulset_unique_subdomain_node_selector_and_tpu() -> None:
 
 
 def test_as_served_drops_max_unavailable_only_when_the_server_does() -> None:
-    from lws_operator.plan.statefulsets import as_served
+    from lws_operator.plan.lws.statefulsets import as_served
 
     desired = leader_statefulset(
         lws(), revision_key="rk", replicas=3, partition=0, max_unavailable=2

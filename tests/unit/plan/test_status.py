@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lws_operator.plan.events import normal
-from lws_operator.plan.groups import Group
-from lws_operator.plan.status import (
+from lws_operator.plan.lws.groups import Group
+from lws_operator.plan.lws.status import (
     COUNTERS_HOLD_MAX,
     COUNTERS_QUIET,
     StatusPacing,

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
-from lws_operator.plan import subgroups
-from lws_operator.plan.pod_mutation import mutate_pod
+from lws_operator.plan.lws import subgroups
+from lws_operator.plan.lws.pod_mutation import mutate_pod
 from tests.unit.plan import pods
 
 LEADER_WORKER = "LeaderWorker"

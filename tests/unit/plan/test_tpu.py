@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from lws_operator.api import constants as c
-from lws_operator.plan.podview import PodMutationError
-from lws_operator.plan.tpu import pod_requests_tpus
+from lws_operator.plan.lws.podview import PodMutationError
+from lws_operator.plan.lws.tpu import pod_requests_tpus
 from tests.unit.plan.pods import container
 
 

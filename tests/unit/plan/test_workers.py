@@ -1,4 +1,4 @@
-"""What a group needs next on the workers' side (plan/workers.py)."""
+"""What a group needs next on the workers' side (plan/lws/workers.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
-from lws_operator.plan.gang import GangApi
-from lws_operator.plan.groups import Group
-from lws_operator.plan.workers import is_foreign_workers, plan_workers
+from lws_operator.plan.lws.gang import GangApi
+from lws_operator.plan.lws.groups import Group
+from lws_operator.plan.lws.workers import is_foreign_workers, plan_workers
 from tests.unit.api.lws_testdata import base_object
 
 

@@ -7,7 +7,7 @@ from tests.cluster.reliability.harness import group_uids, tracebacks
 
 LOG = """\
 2026-11-30 18:00:00,000 INFO kopf.objects: Handler 'lws_events' succeeded.
-2026-11-30 18:00:01,000 ERROR lws_operator.controller.queue: reconcile failed (attempt 1)
+2026-11-30 18:00:01,000 ERROR lws_operator.controller.runtime.queue: reconcile failed (attempt 1)
 Traceback (most recent call last):
   File "x.py", line 1, in f
     raise ValueError("boom")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from lws_operator.controller import reconcile
-from lws_operator.controller.cache import Cache, Observed
+from lws_operator.controller.lws import reconcile
+from lws_operator.controller.lws.cache import Cache, Observed
 from lws_operator.kube.client import ApiError
 from tests.unit.api.lws_testdata import base_object
 

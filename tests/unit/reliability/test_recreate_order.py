@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from lws_operator.api.models import LeaderWorkerSet
-from lws_operator.controller import reconcile
-from lws_operator.controller.cache import Cache, Observed
+from lws_operator.controller.lws import reconcile
+from lws_operator.controller.lws.cache import Cache, Observed
 from lws_operator.kube.client import ApiError
 from lws_operator.plan.events import Event
-from lws_operator.plan.restart import Recreate
+from lws_operator.plan.lws.restart import Recreate
 from tests.unit.api.lws_testdata import base_object
 
 

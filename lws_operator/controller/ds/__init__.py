@@ -1,0 +1,1 @@
+"""The DisaggregatedSet controller: its cache and its reconcile."""

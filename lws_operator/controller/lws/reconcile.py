@@ -1,0 +1,850 @@
+"""One reconcile of one LeaderWorkerSet: read the cached state, let the pure planners in
+``plan/`` decide, write what they ask for. This module only sequences and applies: it holds no
+policy of its own. Level-triggered and idempotent: any reconcile may be cut short at any line,
+and the next one (woken by the resulting events) finishes the job.
+
+Order: eviction coverage → revision → moves (evictions) → leader StatefulSet → shared
+Service → groups released by moves → group recreations → each group's workers → stuck pods →
+status → revision history. Returns seconds after which to look again
+(for what no watch reports), or None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+import aiohttp
+from pydantic import ValidationError
+
+from lws_operator.api import constants as c
+from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
+from lws_operator.controller.lws.cache import Cache, Observed
+from lws_operator.controller.lws.eviction import EvictionCoverage
+from lws_operator.controller.runtime.informer import Key
+from lws_operator.controller.servers.metrics import NoMetrics, ReconcileMetrics
+from lws_operator.kube.client import ApiError, Kube
+from lws_operator.kube.events import EventRecorder
+from lws_operator.kube.paths import resource_path
+from lws_operator.plan.events import Event
+from lws_operator.plan.events import warning as warning_event
+from lws_operator.plan.lws import disruption, gang
+from lws_operator.plan.lws import revision as rev
+from lws_operator.plan.lws.backoff import Backoff
+from lws_operator.plan.lws.evidence import (
+    LogRequest,
+    collect,
+    log_tail,
+    log_unavailable,
+    transfer_limit,
+)
+from lws_operator.plan.lws.failures import (
+    REQUEST_INVALID,
+    Evidence,
+    Gate,
+    gate,
+    parse_request,
+    record,
+    requested,
+)
+from lws_operator.plan.lws.groups import Group, made_by_groups
+from lws_operator.plan.lws.history import (
+    History,
+    HistoryWrite,
+    Limits,
+    not_owned,
+    parse_history,
+    plan_write,
+)
+from lws_operator.plan.lws.leader import LeaderStep, foreign_leader, plan_leader
+from lws_operator.plan.lws.nodehealth import NodeProblem, node_problems
+from lws_operator.plan.lws.restart import Recreate, plan_recreations, stuck_pods
+from lws_operator.plan.lws.rollout import RolloutPlan, plan_rollout, rollout_input
+from lws_operator.plan.lws.services import (
+    missing_shared_service,
+    publish_not_ready,
+    publish_patches,
+    service_failed,
+)
+from lws_operator.plan.lws.status import StatusPacing, compute_status, plan_status_write
+from lws_operator.plan.lws.workers import (
+    FOREIGN_RETRY,
+    NOTHING,
+    WorkerPlan,
+    foreign_workers,
+    is_foreign_workers,
+    plan_workers,
+)
+from lws_operator.plan.meta import is_deleting, name_of
+
+log = logging.getLogger(__name__)
+
+STS = "statefulsets"
+# Warnings remembered as reported, per LWS, at most this many (a plain bound).
+MEMO_MAX = 4096
+# Memoised pure results kept per LWS at most this many: a few revisions and the latest
+# history ConfigMap (a plain bound; entries are cheap to redo).
+RESULTS_MAX = 64
+T = TypeVar("T")
+
+
+class _Memo:
+    """A bounded memo of pure results: re-validating stored revisions on every pod event
+    would dominate a pass."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        if key in self._values:
+            value: T = self._values[key]
+            return value
+        if len(self._values) >= RESULTS_MAX:
+            self._values.clear()
+        value = self._values[key] = compute()
+        return value
+
+
+@dataclass
+class Memory:
+    """What the reconciler remembers of one LWS between passes, forgotten with it."""
+
+    reported_invalid: set[int] = field(default_factory=set)
+    """Generations already reported invalid: one Warning each."""
+    pacing: StatusPacing = field(default_factory=StatusPacing)
+    """When its status was last written, and the counters held back since (plan/lws/status.py)."""
+    model: tuple[str, LeaderWorkerSet] | None = None
+    """The validated LWS, by the resourceVersion it was read at."""
+    history: tuple[set[str], History] | None = None
+    """The history ConfigMap as last written, and the resourceVersions it supersedes (the
+    cache may still show one of them for a moment after the write)."""
+    reported: set[tuple[str, ...]] = field(default_factory=set)
+    """Warnings already reported, by what they are about (one each): node problems, invalid
+    requests and budgets, claims a revision cannot apply, a history ConfigMap not ours."""
+    leader: tuple[tuple[Any, ...], LeaderStep] | None = None
+    """The last leader StatefulSet step, by what it was planned from (``_leader_step``)."""
+    results: _Memo = field(default_factory=_Memo)
+    """Pure results derived from its revisions and history (validated revision specs), kept
+    while it exists: in one memo for every LWS they outlived their LWS."""
+    workers_at: tuple[Any, ...] | None = None
+    """What the groups' worker plans were made from besides the groups (``_workers_due``)."""
+    workers_due: set[int] = field(default_factory=set)
+    """The groups whose workers to plan again: observed anew since their plan needed nothing,
+    or never planned to nothing (waiting, retrying, acting) at ``workers_at``."""
+
+
+def _version(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid")), str(meta.get("resourceVersion"))
+
+
+def _identity(obj: dict[str, Any]) -> tuple[Any, ...]:
+    """What a plan made from the object's spec and metadata depends on, without what its
+    status updates change: the resourceVersion, the status managers' managedFields (the
+    StatefulSet controller's readyReplicas, our own LWS status writes). The generation
+    stands for the spec."""
+    meta = obj.get("metadata") or {}
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("ownerReferences"),
+        [f for f in meta.get("managedFields") or [] if f.get("subresource") != "status"],
+    )
+
+
+def _spec_version(lws: LeaderWorkerSet) -> tuple[str, int]:
+    """The LWS's spec is the same while its uid and generation are."""
+    return str(lws.metadata.get("uid")), int(lws.metadata.get("generation") or 0)
+
+
+@dataclass
+class Reconciler:
+    kube: Kube
+    cache: Cache
+    events: EventRecorder
+    # Gang scheduling: a PodGroup per group, of this provider and API (plan/lws/gang.py).
+    gang_api: gang.GangApi | None = None
+    # A gang provider configured whose PodGroups this cluster cannot serve: this Warning goes
+    # once on each LWS, run without gangs.
+    gang_unavailable: Event | None = None
+    metrics: ReconcileMetrics = field(default_factory=NoMetrics)
+    # The eviction webhook's configuration: each LWS is covered before its objects exist.
+    coverage: EvictionCoverage | None = None
+    backoff: Backoff = field(default_factory=Backoff)
+    history_limits: Limits = field(default_factory=Limits)
+    memory: dict[Key, Memory] = field(default_factory=dict)
+
+    def forget(self, key: Key) -> None:
+        """Drop everything kept about an LWS that is gone (or going)."""
+        self.metrics.forget(key)
+        self.cache.forget(key)
+        if self.coverage is not None:
+            self.coverage.forget(key)
+        memory = self.memory.pop(key, None)
+        if memory is not None and memory.model is not None:
+            self.events.forget(str(memory.model[1].metadata.get("uid", "")))
+
+    async def __call__(self, key: Key) -> float | None:
+        await self.cache.wait_synced()
+        obs = self.cache.observe(key)
+        if obs.lws is None or is_deleting(obs.lws):
+            self.forget(key)
+            return None
+        memory = self.memory.setdefault(key, Memory())
+        rv = str((obs.lws.get("metadata") or {}).get("resourceVersion"))
+        if memory.model is None or memory.model[0] != rv:
+            try:
+                memory.model = (rv, LeaderWorkerSet.model_validate(obs.lws))
+            except ValidationError as e:
+                await self._report_invalid(obs.lws, e, memory)
+                return None
+        memory.workers_due |= obs.fresh  # first: a pass cut short must not lose them
+        self.cache.took(key, obs.fresh)
+        lws = memory.model[1]
+        try:
+            return await _Pass(self, key, lws, obs, memory).run()
+        except ApiError as e:
+            if e.status == 403 and "being terminated" in e.message:
+                return None  # its namespace is going away, and everything in it
+            if e.status == 404 and (
+                f'namespaces "{lws.namespace}" not found' in e.message
+                or f'{c.PLURAL}.{c.GROUP} "{lws.name}" not found' in e.message
+            ):
+                return None  # it, or its namespace, is gone already (the cache has yet to see)
+            raise
+
+    async def _report_invalid(
+        self, body: dict[str, Any], error: ValidationError, memory: Memory
+    ) -> None:
+        meta = body.get("metadata") or {}
+        generation = int(meta.get("generation") or 0)
+        if generation in memory.reported_invalid:
+            return
+        memory.reported_invalid.add(generation)
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        note = f"cannot reconcile: {where}: {first.get('msg')}"
+        log.warning("%s/%s %s", meta.get("namespace"), meta.get("name"), note)
+        await self.events.post(body, warning_event("InvalidSpec", "Reconcile", note))
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Pass:
+    """The state of one reconcile pass."""
+
+    def __init__(
+        self, r: Reconciler, key: Key, lws: LeaderWorkerSet, obs: Observed, memory: Memory
+    ) -> None:
+        self.r, self.key, self.lws, self.obs, self.memory = r, key, lws, obs, memory
+        self.kube = r.kube
+        self.name, self.ns = lws.name, lws.namespace
+        self.uid = str(lws.metadata.get("uid", ""))
+        self.body = obs.lws or {}
+        self.retry: float | None = None
+        self.failed: tuple[int, ...] = ()
+        self.specs: dict[str, LeaderWorkerSetSpec | None] = {}
+
+    def _again(self, seconds: float | None) -> None:
+        if seconds is not None:
+            self.retry = seconds if self.retry is None else min(self.retry, seconds)
+
+    def _path(self, plural: str, name: str | None = None, api: str = "apps/v1") -> str:
+        return resource_path(api, plural, namespace=self.ns, name=name)
+
+    async def _post(self, event: Event) -> None:
+        await self.r.events.post(self.body, event)
+
+    def _matches(self, revision: dict[str, Any]) -> bool:
+        key = ("matches", *_version(revision), *_spec_version(self.lws))
+        return self.memory.results.get(key, lambda: rev.matches(revision, self.lws.spec))
+
+    def _spec_at(self, revision: dict[str, Any]) -> LeaderWorkerSetSpec:
+        key = ("spec", *_version(revision), *_spec_version(self.lws))
+        return self.memory.results.get(key, lambda: rev.spec_at_revision(self.lws.spec, revision))
+
+    async def run(self) -> float | None:
+        lws, obs = self.lws, self.obs
+        leader_sts = obs.statefulsets.get(self.name)
+        if (blocked := foreign_leader(lws, leader_sts)) is not None:
+            await self._post(blocked)
+            return None  # never touched; its removal wakes us
+        if leader_sts is not None and is_deleting(leader_sts):
+            return None  # its deletion wakes us
+        if self.r.gang_unavailable is not None:  # the operator logged it once at start-up
+            await self._report_once(("gang",), self.r.gang_unavailable, log_it=False)
+        if self.r.coverage is not None:
+            await self.r.coverage.cover(self.key)
+        choice = rev.choose_revision(
+            lws,
+            leader_sts=leader_sts,
+            revisions=obs.revisions,
+            matches=lambda r: self._matches(dict(r)),
+        )
+        if choice.create is not None:
+            await self._create(self._path("controllerrevisions"), choice.create, None)
+            await self._post(rev.creating_revision(choice.note))
+        size = lws.spec.leader_worker_template.size
+        groups = obs.groups
+        moves = disruption.read_state(leader_sts)
+        rollout = plan_rollout(
+            disruption.rollout_view(
+                rollout_input(
+                    spec=lws.spec,
+                    leader_sts=leader_sts,
+                    groups=groups,
+                    key=choice.key,
+                    revision_changed=choice.changed,
+                ),
+                moves,
+            )
+        )
+        moved = await self._moves(leader_sts, moves, rollout, choice.changed)
+        rollout = moved.rollout
+        step = self._leader_step(leader_sts, choice, rollout)
+        if step.claims_warning is not None:
+            await self._report_once(("claims", choice.key), step.claims_warning)
+        if step.apply is not None:
+            try:
+                await self.kube.apply(self._path(STS, self.name), step.apply)
+            except ApiError as e:
+                await self._post(step.failed.failed(e.message))
+                raise
+            for event in step.events:
+                await self._post(event)
+        publish = publish_not_ready(lws.spec.network_config)
+        shared = missing_shared_service(
+            self.name,
+            self.ns,
+            self.uid,
+            shared=lws.spec.network_config.subdomain_policy == SubdomainPolicy.SHARED,
+            services=obs.services,
+            publish=publish,
+        )
+        if shared is not None:
+            await self._create(self._service_path(), shared, service_failed)
+        for svc, patch in publish_patches(
+            obs.services, lws_name=self.name, lws_uid=self.uid, publish=publish
+        ):
+            await self.kube.patch(f"{self._service_path()}/{svc}", patch)
+        for release in moved.release:
+            group = release.group
+            assert group.leader is not None
+            await self._delete_group(group.index, group.leader, group.workers, group.members)
+        for pod in moved.stray:
+            await self.kube.delete(
+                resource_path("v1", "pods", namespace=self.ns, name=name_of(pod)),
+                preconditions={"uid": pod["metadata"]["uid"]},
+            )
+        recreations = plan_recreations(
+            policy=lws.spec.leader_worker_template.restart_policy,
+            lws_annotations=lws.annotations,
+            lws_name=self.name,
+            size=size,
+            groups=groups,
+            pods=obs.pods,
+            lost=obs.lost,
+        )
+        self.r.cache.settle(self.key, recreations.dropped)
+        recreated = await self._failures(groups, size, recreations.groups)
+        recreated |= {x.group.index for x in moved.release}
+        await self._all_workers(groups, recreated)
+        await self._release_stuck_pods()
+        done = await self._status(leader_sts, groups, choice.key, size)
+        if done:
+            for name in rev.revisions_to_delete(obs.revisions, key=choice.key, lws_uid=self.uid):
+                await self.kube.delete(self._path("controllerrevisions", name))
+        return self.retry
+
+    def _leader_step(
+        self, leader_sts: Any, choice: rev.RevisionChoice, rollout: RolloutPlan
+    ) -> LeaderStep:
+        """plan_leader, pure in the LWS's and the leader StatefulSet's spec and metadata:
+        the last step is kept while they stay as they were, through pod events and status
+        updates (its comparison with what was applied was 8 % of the S8000 storm's samples)."""
+        key = (
+            _identity(self.body),
+            _identity(leader_sts or {}),
+            choice.key,
+            choice.changed,
+            rollout,
+        )
+        if self.memory.leader is None or self.memory.leader[0] != key:
+            step = plan_leader(
+                self.lws,
+                current=leader_sts,
+                key=choice.key,
+                rollout=rollout,
+                revision_changed=choice.changed,
+            )
+            self.memory.leader = (key, step)
+        return self.memory.leader[1]
+
+    def _service_path(self) -> str:
+        return resource_path("v1", "services", namespace=self.ns)
+
+    async def _create(
+        self, path: str, body: dict[str, Any], failed: Callable[[str], Event] | None
+    ) -> bool:
+        """Create; an object that already exists counts as created. Returns True when this
+        call created it; posts ``failed(message)`` and raises when the server refuses."""
+        try:
+            await self.kube.create(path, body)
+        except ApiError as e:
+            if e.already_exists:
+                return False
+            if failed is not None:
+                await self._post(failed(e.message))
+            raise
+        return True
+
+    # ---- one group ---------------------------------------------------------------------------
+    def _revision_spec(self, group: Group) -> LeaderWorkerSetSpec | None:
+        key = group.leader_revision or ""
+        if key not in self.specs:  # groups share a few revisions: one lookup each per pass
+            revision = rev.revision_with_key(self.obs.revisions, key)
+            self.specs[key] = None if revision is None else self._spec_at(dict(revision))
+        return self.specs[key]
+
+    async def _all_workers(self, groups: Sequence[Group], recreated: set[int]) -> None:
+        """Plan and apply the workers of the groups due (``_workers_due``), but those just
+        recreated (observed anew next time)."""
+        due = self._workers_due(groups)
+        for index in sorted(due - recreated):
+            plan = self._plan_workers(groups[index])
+            self._again(plan.retry)
+            if plan.acts:
+                await self._workers(plan)
+            elif plan is NOTHING:
+                due.discard(index)  # until it, or what plans read besides it, changes
+
+    def _workers_due(self, groups: Sequence[Group]) -> set[int]:
+        """The groups whose workers to plan this pass: those observed anew, and those not
+        planned to NOTHING yet; every group when anything else the plans read changed (the
+        LWS's spec, labels or annotations, its Services, revisions or PodGroups). A pod event
+        then plans one group's workers, not every group's."""
+        memory = self.memory
+        at = (
+            *_spec_version(self.lws),
+            tuple(sorted(self.lws.annotations.items())),
+            tuple(sorted((self.lws.metadata.get("labels") or {}).items())),
+            self.obs.shared,
+        )
+        if memory.workers_at != at:
+            memory.workers_at = at
+            memory.workers_due = set(range(len(groups)))
+        elif any(i >= len(groups) for i in memory.workers_due):
+            memory.workers_due = {i for i in memory.workers_due if i < len(groups)}
+        return memory.workers_due
+
+    def _plan_workers(self, group: Group) -> WorkerPlan:
+        return plan_workers(
+            self.lws,
+            group,
+            spec=self._revision_spec(group) if group.leader is not None else None,
+            services=self.obs.services,
+            statefulsets=self.obs.statefulsets,
+            podgroups=self.obs.podgroups,
+            nodes=self.obs.nodes,
+            gang_api=self.r.gang_api,
+        )
+
+    async def _workers(self, plan: WorkerPlan) -> None:
+        for event in plan.events:
+            await self._post(event)
+        if plan.service is not None:
+            await self._create(self._service_path(), plan.service, service_failed)
+        if plan.pod_group is not None and not await self._pod_group(plan.pod_group):
+            return
+        if plan.delete_stale is not None:
+            # Foreground, as the garbage collector would (its finalizer): its pods go first,
+            # since Kueue ungates at once a pod whose StatefulSet it cannot find.
+            stale = plan.delete_stale
+            await self.kube.delete(
+                self._path(STS, name_of(stale)),
+                propagation="Foreground",
+                preconditions={"uid": stale["metadata"]["uid"]},
+            )
+        if plan.workers is not None:
+            await self._create_workers(plan)
+
+    async def _create_workers(self, plan: WorkerPlan) -> None:
+        assert plan.workers is not None
+        if await self._create(self._path(STS), plan.workers, plan.failed.failed):
+            await self._post(plan.created)
+            return
+        # It exists but the cache does not show it as this leader's: ours not seen yet, or
+        # someone else's without our labels, which we must neither adopt nor delete.
+        name = name_of(plan.workers)
+        if is_foreign_workers(await self.kube.get_or_none(self._path(STS, name))):
+            await self._post(foreign_workers(name))
+            self._again(FOREIGN_RETRY)
+
+    async def _pod_group(self, body: dict[str, Any]) -> bool:
+        """Create the group's PodGroup before its workers (upstream's PodReconciler.Reconcile,
+        pkg/controllers/pod_controller.go). False when it could
+        not be created (reported; looked at again later)."""
+        api = str(body["apiVersion"])
+        try:
+            await self.kube.create(resource_path(api, gang.PLURAL, namespace=self.ns), body)
+        except ApiError as e:
+            if e.already_exists:
+                return True
+            await self._post(gang.creation_failed(name_of(body), api, e.status, e.message))
+            self._again(gang.CREATE_RETRY)
+            return False
+        return True
+
+    # ---- moves (plan/lws/disruption.py) ----------------------------------------------------------
+    async def _moves(
+        self,
+        leader_sts: Any,
+        state: disruption.DisruptionState,
+        rollout: RolloutPlan,
+        revision_changed: bool,
+    ) -> disruption.DisruptionPlan:
+        """Advance the moves the eviction webhook recorded: the surge groups they need (added
+        to the rollout's replicas), the groups to release; the new state is written first."""
+        spec = self.lws.spec
+        cfg = spec.rollout_strategy.rolling_update_configuration
+        budget = disruption.budget(
+            self.lws.annotations, spec.replicas, cfg.max_unavailable, cfg.max_surge
+        )
+        if budget.error is not None:
+            await self._report_once(
+                ("budget", budget.error), disruption.invalid_budget(budget.error)
+            )
+        if not state.moves and not state.recent:
+            return disruption.DisruptionPlan(state, rollout)
+        plan = disruption.plan_disruption(
+            disruption.DisruptionInput(
+                lws_name=self.name,
+                replicas=spec.replicas,
+                partition=cfg.partition,
+                size=spec.leader_worker_template.size,
+                budget=budget,
+                state=state,
+                groups=self.obs.groups,
+                pods=self.obs.pods,
+                leader_sts=leader_sts,
+                revision_changed=revision_changed,
+                now=datetime.datetime.now(datetime.UTC),
+            ),
+            rollout,
+        )
+        self._again(plan.retry)
+        if plan.state != state:
+            rv = str(leader_sts["metadata"].get("resourceVersion") or "")
+            # Refused (409) when someone wrote since (an eviction): retried with fresh state.
+            await self.kube.patch(
+                self._path(STS, self.name), disruption.state_patch(plan.state, rv), kind="merge"
+            )
+        for event in plan.events:
+            log.info("%s/%s: %s", self.ns, self.name, event.note)
+            await self._post(event)
+        return plan
+
+    # ---- failures ----------------------------------------------------------------------------
+    async def _recreate(self, plan: Recreate) -> None:
+        """Delete the whole group: the leader first (its StatefulSet makes a new one at once),
+        then together the worker StatefulSet (in the foreground: gone once its pods are, and
+        the new leader's follows without waiting for the garbage collector to find it) and the
+        worker pods (so they start terminating now). Upstream deletes the leader in the
+        foreground and waits for every dependent to be gone.
+
+        The leader's deletion is the commit point: if it fails nothing else is touched, so the
+        next pass still sees the failure and recreates the whole group (deleting workers first
+        and then failing on the leader would leave a half-recreated group with the failed pod's
+        evidence gone). Once it is deleted, everything else of the group is the garbage
+        collector's anyway: a failed deletion of the rest is only logged."""
+        await self._delete_group(
+            plan.index, plan.leader, plan.workers, plan.members, settle=plan.lost
+        )
+        log.info(
+            "%s/%s: %s (%s)", self.ns, self.name, plan.note, plan.why, extra={"group": plan.index}
+        )
+        self.r.metrics.group_recreated(self.ns, self.name, plan.why)
+        await self._post(plan.event)
+
+    async def _delete_group(
+        self,
+        index: int,
+        leader: Any,
+        workers: Any,
+        members: tuple[Any, ...],
+        settle: frozenset[str] = frozenset(),
+    ) -> None:
+        """Delete a group whole, the leader first (see :meth:`_recreate`)."""
+        pods_path = resource_path("v1", "pods", namespace=self.ns)
+        # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
+        # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
+        rest = []
+        if workers is not None:
+            rest.append((self._path(STS, name_of(workers)), workers, "Foreground"))
+        rest += [
+            (f"{pods_path}/{name_of(p)}", p, "Background")
+            for p in members
+            if p is not leader and not is_deleting(p)
+        ]
+
+        def delete(path: str, obj: Any, propagation: str) -> Awaitable[Any]:
+            preconditions = {"uid": obj["metadata"]["uid"]}
+            return self.kube.delete(path, propagation=propagation, preconditions=preconditions)
+
+        await delete(f"{pods_path}/{name_of(leader)}", leader, "Background")
+        self.r.cache.settle(self.key, settle)
+        results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
+        for (path, _, _), result in zip(rest, results, strict=True):
+            if isinstance(result, ApiError):
+                log.warning(
+                    "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
+                    "the old leader",
+                    self.ns,
+                    self.name,
+                    path.rsplit("/", 1)[-1],
+                    result.message,
+                    extra={"group": index},
+                )
+            elif isinstance(result, BaseException):
+                raise result
+
+    # ---- failure handling (issue 16): node health, budget, backoff, evidence, history --------
+    def _history(self) -> History:
+        """The history ConfigMap: the cache's, unless it still shows what we overwrote."""
+        projected = self.obs.history
+        rv = str(((projected or {}).get("metadata") or {}).get("resourceVersion"))
+        current = self.memory.results.get(
+            ("history", self.uid, rv),
+            lambda: parse_history(projected, lws_name=self.name, lws_uid=self.uid),
+        )
+        if self.memory.history is not None:
+            stale, written = self.memory.history
+            if (current.resource_version or "") in stale:
+                return written
+            self.memory.history = None  # the cache caught up (or someone else wrote)
+        return current
+
+    async def _report_once(
+        self, key: tuple[str, ...], event: Event, *, log_it: bool = True
+    ) -> None:
+        if len(self.memory.reported) >= MEMO_MAX:
+            self.memory.reported.clear()  # a plain bound: at worst one report again
+        if key not in self.memory.reported:
+            self.memory.reported.add(key)
+            if log_it:
+                log.warning("%s/%s: %s", self.ns, self.name, event.note)
+            await self._post(event)
+
+    async def _failures(
+        self, groups: Sequence[Group], size: int, planned: tuple[Recreate, ...]
+    ) -> set[int]:
+        """Report node problems, pass the planned recreations through the budget, backoff
+        and requests (plan/lws/failures.py), record each with its evidence, then recreate.
+        Returns the groups recreated."""
+        template = self.lws.spec.leader_worker_template
+        limits, now = self.r.history_limits, datetime.datetime.now(datetime.UTC)
+        history = self._history()
+        problems = node_problems(groups, self.obs.nodes, self.obs.healthy_nodes)
+        for problem in problems:
+            await self._report_once(
+                ("node", problem.pod_uid, problem.node, problem.state), problem.event
+            )
+        request, invalid = parse_request(self.lws.annotations, history.handled_request)
+        if invalid is not None:
+            await self._report_once(
+                ("request", invalid), warning_event(REQUEST_INVALID, "Reconcile", invalid)
+            )
+        decided = gate(
+            planned=planned,
+            requests=requested(request, groups),
+            groups=groups,
+            history=history,
+            max_restarts=template.max_group_restarts,
+            size=size,
+            backoff=self.r.backoff,
+            now=now,
+        )
+        self.r.cache.settle(self.key, decided.kept)
+        self._again(None if decided.retry is None else decided.retry + 0.05)
+        evidence, logs = await self._evidence(decided, problems, limits)
+        handled = request.value if request is not None else history.handled_request
+
+        def planned_write() -> tuple[HistoryWrite | None, History, tuple[Event, ...]]:
+            recorded = record(
+                history,
+                decided,
+                evidence=evidence,
+                logs=logs,
+                backoff=self.r.backoff,
+                group_count=len(groups),
+                now=now,
+            )
+            write, new = plan_write(
+                history,
+                recorded.groups,
+                logs=recorded.logs,
+                handled_request=handled,
+                lws_name=self.name,
+                namespace=self.ns,
+                lws_uid=self.uid,
+                limits=limits,
+            )
+            return write, new, recorded.events
+
+        d = decided
+        if d.recreate or d.redo or d.exhausted or d.waiting or d.recovered or d.ready:
+            write, new, recorded_events = planned_write()
+        else:
+            # Nothing decided: the write follows from the history alone (bounding it encodes
+            # every record: each pass would, at rest).
+            key = ("history write", self.uid, history.resource_version, history.exists)
+            write, new, recorded_events = self.memory.results.get(
+                (*key, len(groups), handled, limits), planned_write
+            )
+        if not history.owned:
+            await self._report_once(("history", history.name), not_owned(history.name))
+        elif write is not None:
+            new = await self._write_history(history, write, new)
+        self.failed = new.failed_groups
+        for event in (*decided.events, *recorded_events):
+            await self._post(event)
+        plans = (*decided.redo, *(p for p, _, _ in decided.recreate))
+        for plan in plans:
+            await self._recreate(plan)
+        return {p.index for p in plans}
+
+    async def _evidence(
+        self, decided: Gate, problems: list[NodeProblem], limits: Limits
+    ) -> tuple[dict[int, Evidence], dict[tuple[int, int], str]]:
+        """What failed in each group about to be recreated, with its log tails read now."""
+        evidence: dict[int, Evidence] = {}
+        reads: list[tuple[int, LogRequest]] = []
+        for plan, trigger, _ in decided.recreate:
+            nodes = tuple(p.text for p in problems if p.group == plan.index)
+            if trigger == "requested":
+                evidence[plan.index] = Evidence(nodes=nodes)
+                continue
+            unreachable = {p.pod: f"node {p.node} is {p.state}" for p in problems}
+            failures, requests = collect(plan.members, plan.culprit, limits, unreachable)
+            evidence[plan.index] = Evidence(failures, nodes)
+            reads += [(plan.index, r) for r in requests]
+        started = time.monotonic()
+        results = await asyncio.gather(*(self._log_tail(r, limits) for _, r in reads))
+        if (took := time.monotonic() - started) > 0.5:
+            log.info(
+                "%s/%s: reading %d log tail(s) before a recreation took %.1fs",
+                self.ns,
+                self.name,
+                len(reads),
+                took,
+            )
+        logs: dict[tuple[int, int], str] = {}
+        for (index, req), (text, error) in zip(reads, results, strict=True):
+            if text:
+                logs[(index, req.index)] = text
+                continue
+            kept = list(evidence[index].failures)
+            kept[req.index] = replace(kept[req.index], log_error=error)
+            evidence[index] = replace(evidence[index], failures=tuple(kept))
+        return evidence, logs
+
+    async def _log_tail(self, req: LogRequest, limits: Limits) -> tuple[str | None, str]:
+        """The container's log tail through the API (``pods/<name>/log``), or why not."""
+        path = resource_path("v1", "pods", namespace=self.ns, name=req.pod, subresource="log")
+        try:
+            raw = await self.kube.read_bytes(
+                path,
+                query=req.query(limits),
+                timeout=limits.log_timeout,
+                max_bytes=transfer_limit(limits),
+            )
+        except ApiError as e:
+            return None, log_unavailable(f"{e.status} {e.message}")
+        except (TimeoutError, aiohttp.ClientError) as e:
+            return None, log_unavailable(f"{type(e).__name__} {e}".strip())
+        text = log_tail(raw, limits)
+        return (text, "") if text else (None, log_unavailable("the log is empty"))
+
+    async def _write_history(self, old: History, write: HistoryWrite, new: History) -> History:
+        """Write the history ConfigMap; a conflict (someone wrote since the cache's copy)
+        fails the pass, which the queue retries with fresh state."""
+        base = resource_path("v1", "configmaps", namespace=self.ns)
+        if write.create is not None:
+            written = await self.kube.create(base, write.create)
+        else:
+            written = await self.kube.patch(f"{base}/{new.name}", write.patch, kind="merge")
+        new = replace(new, resource_version=str(written["metadata"]["resourceVersion"]))
+        stale = self.memory.history[0] if self.memory.history is not None else set()
+        self.memory.history = ({*stale, old.resource_version or ""}, new)
+        return new
+
+    async def _release_stuck_pods(self) -> None:
+        stuck = stuck_pods(
+            self.obs.terminating,
+            ours=lambda pod: made_by_groups(
+                pod, lws_name=self.name, lws_uid=self.uid, statefulsets=self.obs.statefulsets
+            ),
+            nodes=self.obs.nodes,
+            now=datetime.datetime.now(datetime.UTC),
+        )
+        for pod in stuck.release:
+            await self.kube.delete(
+                resource_path("v1", "pods", namespace=self.ns, name=name_of(pod)),
+                grace_period_seconds=0,
+                preconditions={"uid": pod["metadata"]["uid"]},
+            )
+            await self._post(stuck.event(pod))
+        self._again(None if stuck.wait is None else stuck.wait + 1)
+
+    # ---- status ------------------------------------------------------------------------------
+    async def _status(self, leader_sts: Any, groups: Sequence[Group], key: str, size: int) -> bool:
+        spec = self.lws.spec
+        observed = self.body.get("status") or {}
+        result = compute_status(
+            groups=groups,
+            key=key,
+            replicas=spec.replicas,
+            partition=spec.rollout_strategy.rolling_update_configuration.partition,
+            size=size,
+            sts_status_replicas=int(((leader_sts or {}).get("status") or {}).get("replicas") or 0),
+            generation=int(self.lws.metadata.get("generation") or 0),
+            lws_name=self.name,
+            old_conditions=list(observed.get("conditions") or []),
+            now=_now(),
+            failed=self.failed,
+            max_restarts=spec.leader_worker_template.max_group_restarts,
+        )
+        now = time.monotonic()
+        write = plan_status_write(
+            observed=observed,
+            resource_version=str(self.lws.metadata.get("resourceVersion") or ""),
+            result=result,
+            pacing=self.memory.pacing,
+            now=now,
+        )
+        self.memory.pacing = write.pacing
+        self._again(write.wait)
+        if write.patch is not None:
+            path = resource_path(
+                c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
+            )
+            # Refused (409) when computed from a stale LWS: the queue retries with fresh state.
+            after = await self.kube.patch(path, write.patch, kind="merge")
+            rv = write.patch["metadata"]["resourceVersion"]
+            moved = str((after.get("metadata") or {}).get("resourceVersion")) != rv
+            self.memory.pacing = write.pacing.written(now, over=rv if moved else None)
+            for event in result.events:
+                await self._post(event)
+        self.r.metrics.groups_observed(
+            self.ns, self.name, groups, key, size, spec.replicas, result.update_done
+        )
+        return result.update_done

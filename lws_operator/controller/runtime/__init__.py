@@ -1,0 +1,1 @@
+"""What every controller runs on: informers, the work queue, leader election and logging."""

@@ -1,0 +1,1 @@
+"""The operator's HTTPS servers and their certificates: admission webhooks and metrics."""
