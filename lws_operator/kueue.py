@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lws_operator.plan.meta import meta_of
 from lws_operator.plan.quantity import Quantity, add_all, parse
 
 GROUP = "kueue.x-k8s.io"
@@ -25,7 +26,7 @@ def group_workloads(workloads: Iterable[Mapping[str, Any]], lws_uid: str) -> dic
     """The Workloads owned by the LeaderWorkerSet with ``lws_uid``, by group index."""
     out: dict[int, Any] = {}
     for wl in workloads:
-        meta = wl.get("metadata") or {}
+        meta = meta_of(wl)
         index = str((meta.get("annotations") or {}).get(WORKLOAD_INDEX_ANNOTATION, ""))
         owned = any(r.get("uid") == lws_uid for r in meta.get("ownerReferences") or [])
         if owned and index.isdigit():

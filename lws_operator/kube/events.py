@@ -31,6 +31,7 @@ from typing import Any
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.events import Event
+from lws_operator.plan.meta import meta_of
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def _micro_time(at: datetime.datetime | None = None) -> str:
 
 
 def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     ref = {
         "apiVersion": obj.get("apiVersion", ""),
         "kind": obj.get("kind", ""),

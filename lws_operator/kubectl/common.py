@@ -16,7 +16,13 @@ from lws_operator import kueue
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.plan.meta import labels_of, pod_ready
+from lws_operator.plan.meta import (
+    annotations_of,
+    creation_timestamp_of,
+    labels_of,
+    name_of,
+    pod_ready,
+)
 
 RECREATE_REASON = "RecreateGroup"
 
@@ -45,7 +51,7 @@ def _event_time(event: dict[str, Any]) -> datetime.datetime | None:
     for key in ("eventTime", "deprecatedLastTimestamp", "lastTimestamp"):
         if when := _parse_time(event.get(key)):
             return when
-    return _parse_time((event.get("metadata") or {}).get("creationTimestamp"))
+    return _parse_time(creation_timestamp_of(event))
 
 
 def last_recreations(
@@ -85,9 +91,7 @@ def status_rows(
     name = lws["metadata"]["name"]
     spec = lws.get("spec") or {}
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size") or 1)
-    topology = topology or ((lws.get("metadata") or {}).get("annotations") or {}).get(
-        c.EXCLUSIVE_KEY_ANNOTATION
-    )
+    topology = topology or annotations_of(lws).get(c.EXCLUSIVE_KEY_ANNOTATION)
     by_group: dict[int, list[dict[str, Any]]] = {}
     for pod in pods:
         index = labels_of(pod).get(c.GROUP_INDEX_LABEL)
@@ -138,8 +142,7 @@ def status_rows(
         ]
         if workloads is not None:
             wl = workloads.get(i)
-            name_of = ((wl or {}).get("metadata") or {}).get("name") or "-"
-            row[-1:-1] = [name_of, kueue.workload_state(wl)]
+            row[-1:-1] = [name_of(wl) or "-", kueue.workload_state(wl)]
         rows.append(row)
     return rows
 

@@ -26,7 +26,7 @@ from lws_operator.plan.ds import rollout
 from lws_operator.plan.ds.objects import Child, child_of, service_name
 from lws_operator.plan.ds.revision import compute_revision
 from lws_operator.plan.lws.rollout_sim import format_table
-from lws_operator.plan.meta import labels_of
+from lws_operator.plan.meta import labels_of, uid_of
 
 Obj = Mapping[str, Any]
 
@@ -113,7 +113,7 @@ def plan_text(current: Obj, new: Obj, lws: Sequence[Obj]) -> str:
     ds_new = DisaggregatedSet.model_validate(new)
     old_rev = compute_revision((current.get("spec") or {}).get("roles") or [])
     new_rev = compute_revision((new.get("spec") or {}).get("roles") or [])
-    uid = str((current.get("metadata") or {}).get("uid") or "")
+    uid = uid_of(current)
     children = [ch for ch in (child_of(o, uid) for o in lws) if ch is not None]
     roles = [r.name for r in ds_new.spec.roles]
     removed = sorted({ch.role for ch in children} - set(roles))

@@ -9,26 +9,58 @@ from collections.abc import Mapping
 from typing import Any
 
 
+def meta_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``metadata`` as it is (not a copy), or an empty mapping when the object, its metadata or
+    both are missing or null."""
+    meta = (obj or {}).get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
 def labels_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
-    labels = ((obj or {}).get("metadata") or {}).get("labels")
+    labels = meta_of(obj).get("labels")
     return labels if isinstance(labels, dict) else {}
 
 
 def annotations_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations")
+    annotations = meta_of(obj).get("annotations")
     return annotations if isinstance(annotations, dict) else {}
 
 
 def uid_of(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
+    return str(meta_of(obj).get("uid") or "")
 
 
 def name_of(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("name") or "")
+    return str(meta_of(obj).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any] | None) -> str:
+    return str(meta_of(obj).get("namespace") or "")
+
+
+def resource_version_of(obj: Mapping[str, Any] | None) -> str:
+    """``metadata.resourceVersion``, "" when unset."""
+    return str(meta_of(obj).get("resourceVersion") or "")
+
+
+def generation_of(obj: Mapping[str, Any] | None) -> int:
+    """``metadata.generation``, 0 when unset."""
+    return int(meta_of(obj).get("generation") or 0)
+
+
+def creation_timestamp_of(obj: Mapping[str, Any] | None) -> str:
+    """``metadata.creationTimestamp`` as written (RFC 3339), "" when unset."""
+    return str(meta_of(obj).get("creationTimestamp") or "")
+
+
+def deletion_timestamp_of(obj: Mapping[str, Any] | None) -> str:
+    """``metadata.deletionTimestamp`` as written (RFC 3339), "" when the object is not being
+    deleted."""
+    return str(meta_of(obj).get("deletionTimestamp") or "")
 
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(deletion_timestamp_of(obj))
 
 
 def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -46,7 +78,7 @@ def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str
 
 def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """The controller owner reference of ``obj``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in meta_of(obj).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
             return ref
     return None

@@ -12,6 +12,7 @@ from typing import Any
 
 from lws_operator.api import ds_constants as c
 from lws_operator.controller.runtime.informer import Informer, Key
+from lws_operator.plan.meta import labels_of, meta_of, namespace_of
 
 # The kopf indexes (ids): the sets by (namespace, name); scalers by (namespace, set label)
 # and by (namespace, name) (a scaler in the way of one to create has no label of ours).
@@ -24,9 +25,8 @@ SERVICES_STORE = "ds_services"
 
 def ds_key(obj: Mapping[str, Any]) -> Key | None:
     """(namespace, DisaggregatedSet name) from the ``disaggregatedset.x-k8s.io/name`` label."""
-    meta = obj.get("metadata") or {}
-    owner = (meta.get("labels") or {}).get(c.SET_NAME_LABEL)
-    return (str(meta.get("namespace") or ""), str(owner)) if owner else None
+    owner = labels_of(obj).get(c.SET_NAME_LABEL)
+    return (namespace_of(obj), str(owner)) if owner else None
 
 
 def _meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def project_child(body: Mapping[str, Any]) -> dict[str, Any]:
     counts of its status."""
     spec, status = body.get("spec") or {}, body.get("status") or {}
     return {
-        "metadata": _meta(body.get("metadata") or {}),
+        "metadata": _meta(meta_of(body)),
         "spec": {k: spec[k] for k in ("replicas",) if k in spec},
         "status": {
             k: status[k] for k in ("replicas", "readyReplicas", "updatedReplicas") if k in status
@@ -61,7 +61,7 @@ def project_child(body: Mapping[str, Any]) -> dict[str, Any]:
 
 def project_service(body: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "metadata": _meta(body.get("metadata") or {}),
+        "metadata": _meta(meta_of(body)),
         "spec": {"selector": dict((body.get("spec") or {}).get("selector") or {})},
     }
 

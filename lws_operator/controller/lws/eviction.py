@@ -34,7 +34,7 @@ from lws_operator.controller.runtime.informer import Key
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.lws import disruption as d
-from lws_operator.plan.meta import labels_of
+from lws_operator.plan.meta import annotations_of, labels_of
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def match_conditions(covered: set[Key]) -> list[dict[str, str]]:
 
 def covered_of(config: dict[str, Any] | None) -> set[Key]:
     """The LWS (namespace, name) a configuration covers, from its annotation."""
-    raw = ((config or {}).get("metadata") or {}).get("annotations", {}).get(COVERED_ANNOTATION)
+    raw = annotations_of(config).get(COVERED_ANNOTATION)
     try:
         keys = json.loads(raw) if raw else []
         return {(str(k).split("/", 1)[0], str(k).split("/", 1)[1]) for k in keys if "/" in k}
@@ -202,8 +202,8 @@ class EvictionCoverage:
 
 def _same(current: dict[str, Any], body: dict[str, Any]) -> bool:
     """Whether writing ``body`` would change what the API server acts on."""
-    ours = (body.get("metadata") or {}).get("annotations", {}).get(COVERED_ANNOTATION)
-    theirs = (current.get("metadata") or {}).get("annotations", {}).get(COVERED_ANNOTATION)
+    ours = annotations_of(body).get(COVERED_ANNOTATION)
+    theirs = annotations_of(current).get(COVERED_ANNOTATION)
     hooks = {h.get("name"): h for h in current.get("webhooks") or []}
     return ours == theirs and all(
         all(hooks.get(h["name"], {}).get(k) == v for k, v in h.items())

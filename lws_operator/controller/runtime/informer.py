@@ -17,6 +17,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
+from lws_operator.plan.meta import labels_of, meta_of, name_of, namespace_of, resource_version_of
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +33,8 @@ _MAX_BACKOFF = 30.0
 
 def lws_key(obj: Mapping[str, Any]) -> Key | None:
     """(namespace, LWS name) from the ``leaderworkerset.sigs.k8s.io/name`` label."""
-    meta = obj.get("metadata") or {}
-    owner = (meta.get("labels") or {}).get(c.SET_NAME_LABEL)
-    return (str(meta.get("namespace") or ""), str(owner)) if owner else None
+    owner = labels_of(obj).get(c.SET_NAME_LABEL)
+    return (namespace_of(obj), str(owner)) if owner else None
 
 
 class Informer:
@@ -73,8 +73,7 @@ class Informer:
 
     def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
         """One watch event: update the store, then tell ``on_change``."""
-        meta = obj.get("metadata") or {}
-        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        ns, name = namespace_of(obj), name_of(obj)
         key = self.key_of(obj)
         value = self.projection(obj) if key is not None else None
         old_key = self._drop((ns, name))
@@ -91,11 +90,10 @@ class Informer:
         """A full listing: objects not in it were deleted while nothing watched."""
         seen = set()
         for obj in items:
-            meta = obj.get("metadata") or {}
-            ident = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            ident = (namespace_of(obj), name_of(obj))
             seen.add(ident)
             known = self._stored(ident)
-            if known is not None and _rv(known) == str(meta.get("resourceVersion")):
+            if known is not None and _rv(known) == _rv(obj):
                 continue  # unchanged since the last watch event
             self.apply("MODIFIED" if known is not None else "ADDED", obj)
         for ident in [i for i in self._where if i not in seen]:
@@ -128,7 +126,7 @@ class Informer:
                 self.replace(list(listing.get("items") or []))
                 self.synced.set()
                 backoff = 0.0
-                rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+                rv = resource_version_of(listing)
                 while True:  # each watch ends after watch_timeout; resume where it stopped
                     async for kind, obj in self.kube.watch(
                         self.path,
@@ -136,7 +134,7 @@ class Informer:
                         label_selector=self.label_selector,
                         timeout_seconds=self.watch_timeout,
                     ):
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                        rv = resource_version_of(obj) or rv
                         if kind != "BOOKMARK":
                             self.apply(kind, obj)
             except asyncio.CancelledError:
@@ -165,4 +163,5 @@ _EMPTY: dict[str, dict[str, Any]] = {}
 
 
 def _rv(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion"))
+    # str() of the raw value, "None" when unset, as the comparison in replace() always had.
+    return str(meta_of(obj).get("resourceVersion"))

@@ -31,6 +31,7 @@ from lws_operator.controller.servers.certs import ServerTLS, ServingCert
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.plan.jsonpatch import admission_patch
 from lws_operator.plan.lws.pod_mutation import PodMutationError, mutate_pod
+from lws_operator.plan.meta import labels_of
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class WebhookServer:
         answer = review_response(review, self.gang_provider)
         if not answer["response"]["allowed"]:
             request = review.get("request") or {}
-            labels = ((request.get("object") or {}).get("metadata") or {}).get("labels") or {}
+            labels = labels_of(request.get("object"))
             log.warning(
                 "denied pod: %s",
                 answer["response"]["status"]["message"],

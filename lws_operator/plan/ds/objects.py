@@ -19,7 +19,16 @@ from typing import Any
 from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_models import DisaggregatedSet, PlacementPolicy, PlacementType
-from lws_operator.plan.meta import annotations_of, is_controlled_by, labels_of, name_of, uid_of
+from lws_operator.plan.meta import (
+    annotations_of,
+    creation_timestamp_of,
+    is_controlled_by,
+    is_deleting,
+    labels_of,
+    meta_of,
+    name_of,
+    uid_of,
+)
 
 Obj = Mapping[str, Any]
 
@@ -126,7 +135,6 @@ def child_of(obj: Obj, ds_uid: str) -> Child | None:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     replicas = _int(spec.get("replicas"))
     initial = _int(annotations_of(obj).get(c.INITIAL_REPLICAS_ANNOTATION))
-    meta = obj.get("metadata") or {}
     return Child(
         name=name_of(obj),
         uid=uid_of(obj),
@@ -138,8 +146,8 @@ def child_of(obj: Obj, ds_uid: str) -> Child | None:
         status_replicas=_int(status.get("replicas")) or 0,
         ready=_int(status.get("readyReplicas")) or 0,
         updated=_int(status.get("updatedReplicas")) or 0,
-        created=str(meta.get("creationTimestamp") or ""),
-        deleting=bool(meta.get("deletionTimestamp")),
+        created=creation_timestamp_of(obj),
+        deleting=is_deleting(obj),
     )
 
 
@@ -233,7 +241,7 @@ def lws_body(
     if lwt.get("leaderTemplate") is not None:
         lwt["leaderTemplate"] = _template(lwt["leaderTemplate"], labels, terms)
     spec["leaderWorkerTemplate"] = lwt
-    role_meta = role.get("metadata") or {}
+    role_meta = meta_of(role)
     metadata: dict[str, Any] = {
         "name": lws_name(ds.name, slice_index, revision, name),
         "namespace": ds.namespace,

@@ -39,7 +39,7 @@ from lws_operator.plan.ds.objects import (
 from lws_operator.plan.ds.revision import compute_revision
 from lws_operator.plan.ds.status import ds_status, scaler_status, status_patch
 from lws_operator.plan.events import DELETE, UPDATE, Event, normal, warning
-from lws_operator.plan.meta import is_controlled_by, labels_of, name_of, uid_of
+from lws_operator.plan.meta import is_controlled_by, labels_of, meta_of, name_of, uid_of
 
 Obj = Mapping[str, Any]
 Kind = Literal["LeaderWorkerSet", "Service", "DisaggregatedSetRoleScaler", "DisaggregatedSet"]
@@ -383,7 +383,7 @@ class _Planner:
 
     def statuses(self) -> None:
         for role, scaler in self.role_scalers.items():
-            if "uid" not in (scaler.get("metadata") or {}):
+            if "uid" not in meta_of(scaler):
                 continue  # created in this pass: its status comes with the next
             replicas = sum(ch.status_replicas for ch in self.all_children if ch.role == role)
             new = scaler_status(scaler, ds=self.ds.name, role=role, replicas=replicas, now=self.now)

@@ -16,6 +16,7 @@ from typing import Any
 
 from lws_operator.api import ds_constants as c
 from lws_operator.plan.ds.objects import Child, scaler_selector
+from lws_operator.plan.meta import generation_of
 
 AVAILABLE_REASON = "AllRolesReady"
 AVAILABLE_MESSAGE = (
@@ -144,7 +145,7 @@ def status_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
 def scaler_status(
     scaler: Mapping[str, Any], *, ds: str, role: str, replicas: int, now: str
 ) -> dict[str, Any]:
-    generation = int((scaler.get("metadata") or {}).get("generation") or 0)
+    generation = generation_of(scaler)
     old = scaler.get("status") or {}
     ready = {
         "type": c.SCALER_CONDITION_READY,

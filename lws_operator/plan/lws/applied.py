@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lws_operator.plan.diff import contains
+from lws_operator.plan.meta import meta_of
 
 # Not tracked in managedFields: the object's identity.
 _IDENTITY = ("name", "namespace")
@@ -25,7 +26,7 @@ _IDENTITY = ("name", "namespace")
 def owned_fields(obj: Mapping[str, Any], manager: str) -> dict[str, Any] | None:
     """The ``fieldsV1`` of ``manager``'s apply on the object itself (not a subresource), or
     None when it has applied nothing."""
-    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+    for entry in meta_of(obj).get("managedFields") or []:
         if (
             isinstance(entry, dict)
             and entry.get("manager") == manager
@@ -61,7 +62,7 @@ def _tracked(body: Mapping[str, Any]) -> dict[str, Any]:
     """``body`` without what managedFields do not track and a listed object may lack: its
     apiVersion and kind (list items carry none) and its name and namespace (the path's)."""
     out = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
-    out["metadata"] = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _IDENTITY}
+    out["metadata"] = {k: v for k, v in meta_of(body).items() if k not in _IDENTITY}
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lws_operator.plan.meta import meta_of
 from lws_operator.plan.quantity import parse
 
 KEEP = "keep"  # same names: keep the leader StatefulSet's claims, apply the rest
@@ -33,7 +34,7 @@ def _canonical(claim: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(sorted((k, _quantity(v)) for k, v in values.items()))
 
     return (
-        (claim.get("metadata") or {}).get("name"),
+        meta_of(claim).get("name"),
         tuple(spec.get("accessModes") or ()),
         spec.get("storageClassName"),
         spec.get("volumeMode") or "Filesystem",
@@ -50,7 +51,7 @@ def _quantity(value: str | int) -> str:
 
 
 def _names(claims: list[dict[str, Any]]) -> list[Any]:
-    return [(c.get("metadata") or {}).get("name") for c in claims]
+    return [meta_of(c).get("name") for c in claims]
 
 
 def claims_conflict(desired: dict[str, Any], current: dict[str, Any] | None) -> str | None:

@@ -33,7 +33,7 @@ from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, Startu
 from lws_operator.plan.events import CREATE, FAILED_CREATE, Event, warning
 from lws_operator.plan.lws import names, placement
 from lws_operator.plan.lws.pod_mutation import GANG_PROVIDER_KUBERNETES, GANG_PROVIDER_VOLCANO
-from lws_operator.plan.meta import controller_ref
+from lws_operator.plan.meta import controller_ref, labels_of
 from lws_operator.plan.quantity import Quantity, add_all, max_into, parse
 
 NATIVE_GROUP: Final = "scheduling.k8s.io"
@@ -139,7 +139,7 @@ def creation_failed(name: str, api: str, status: int, message: str) -> Event:
 
 def pod_group_name(lws_name: str, leader: dict[str, Any]) -> str:
     """The PodGroup of the group ``leader`` (a leader pod) leads; the webhook's name for it."""
-    labels = (leader.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(leader)
     return names.pod_group_name(
         lws_name, labels.get(c.GROUP_INDEX_LABEL, ""), labels.get(c.REVISION_KEY, "")
     )
@@ -198,7 +198,7 @@ def follow_leader(worker_sts: dict[str, Any], leader: dict[str, Any], topology: 
     ``topology``, and the scheduler places the gang in one cycle, in one domain; the leader's
     anti-affinity keeps other groups out, as without a gang. Changes ``worker_sts`` in place.
     """
-    key = ((leader.get("metadata") or {}).get("labels") or {}).get(c.GROUP_UNIQUE_HASH_LABEL, "")
+    key = labels_of(leader).get(c.GROUP_UNIQUE_HASH_LABEL, "")
     term, _ = placement.exclusive_terms(c.GROUP_UNIQUE_HASH_LABEL, key, topology)
     pod_spec = worker_sts["spec"]["template"].setdefault("spec", {})
     affinity = pod_spec.setdefault("affinity", {}).setdefault("podAffinity", {})

@@ -30,7 +30,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.plan.events import Event, warning
-from lws_operator.plan.meta import controller_ref
+from lws_operator.plan.meta import controller_ref, meta_of
 
 Obj = Mapping[str, Any]
 
@@ -310,7 +310,7 @@ class History:
 def project_history(body: Obj) -> dict[str, Any] | None:
     """What the operator keeps of a history ConfigMap: identity, owners, and its data without
     the log tails (their sizes only). Other ConfigMaps with the LWS label are skipped."""
-    meta = body.get("metadata") or {}
+    meta = meta_of(body)
     lws = (meta.get("labels") or {}).get(c.SET_NAME_LABEL)
     if not lws or meta.get("name") != history_name(str(lws)):
         return None
@@ -330,7 +330,7 @@ def parse_history(projection: Obj | None, *, lws_name: str, lws_uid: str) -> His
     name = history_name(lws_name)
     if projection is None:
         return History(name)
-    meta = projection.get("metadata") or {}
+    meta = meta_of(projection)
     owned = any(
         ref.get("controller") and ref.get("uid") == lws_uid
         for ref in meta.get("ownerReferences") or []

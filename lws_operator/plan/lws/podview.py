@@ -11,6 +11,7 @@ import re
 from typing import Any, NoReturn
 
 from lws_operator.api.constants import MAX_INT32
+from lws_operator.plan.meta import meta_of
 
 # Decimal digits only (no sign, no spaces, no "_" and no non-ASCII digits, which int() would
 # take); ten digits bound the value before int() runs.
@@ -26,8 +27,7 @@ class PodView:
 
     def __init__(self, pod: dict[str, Any]) -> None:
         self.pod = pod
-        metadata = pod.get("metadata")
-        name = metadata.get("name") if isinstance(metadata, dict) else None
+        name = meta_of(pod).get("name")
         self._ref = name if isinstance(name, str) and name else "(unnamed)"
 
     def fail(self, field: str, problem: str) -> NoReturn:

@@ -29,7 +29,7 @@ from lws_operator.api.models import RestartPolicy
 from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warning
 from lws_operator.plan.lws import names
 from lws_operator.plan.lws.groups import Group, Obj, failure, where
-from lws_operator.plan.meta import controller_of, labels_of, name_of, uid_of
+from lws_operator.plan.meta import controller_of, deletion_timestamp_of, labels_of, name_of, uid_of
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
 # has lost its kubelet: nothing will ever finish deleting it (upstream #508).
@@ -235,7 +235,7 @@ def stuck_pods(
     for pod in terminating:
         if not ours(pod):
             continue
-        deadline = _parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
+        deadline = _parse_time(deletion_timestamp_of(pod))
         if deadline is None:
             continue
         if now - deadline < STUCK_AFTER:

@@ -30,7 +30,7 @@ from lws_operator.api.models import (
     NetworkConfig,
 )
 from lws_operator.plan.events import CREATE, CREATING_REVISION, Event, normal
-from lws_operator.plan.meta import controller_ref, is_controlled_by, labels_of, name_of
+from lws_operator.plan.meta import controller_ref, is_controlled_by, labels_of, meta_of, name_of
 
 Obj = Mapping[str, Any]
 
@@ -172,8 +172,7 @@ def own_revisions(revisions: Mapping[str, Obj], lws_uid: str) -> list[Obj]:
     return [
         r
         for r in revisions.values()
-        if (r.get("metadata") or {}).get("ownerReferences") in (None, [])
-        or is_controlled_by(r, lws_uid)
+        if meta_of(r).get("ownerReferences") in (None, []) or is_controlled_by(r, lws_uid)
     ]
 
 

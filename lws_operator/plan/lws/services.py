@@ -16,7 +16,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.api.models import NetworkConfig
 from lws_operator.plan.events import Event, warning
-from lws_operator.plan.meta import controller_of, controller_ref, name_of
+from lws_operator.plan.meta import controller_of, controller_ref, meta_of, name_of
 
 
 def publish_not_ready(network: NetworkConfig) -> bool:
@@ -102,7 +102,7 @@ def publish_patches(
         current = (svc.get("spec") or {}).get("publishNotReadyAddresses") is True
         if ours and current != publish:
             patch = {
-                "metadata": {"resourceVersion": (svc.get("metadata") or {}).get("resourceVersion")},
+                "metadata": {"resourceVersion": meta_of(svc).get("resourceVersion")},
                 "spec": {"publishNotReadyAddresses": publish},
             }
             out.append((name, patch))

@@ -15,7 +15,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
 from lws_operator.plan.lws import names
-from lws_operator.plan.meta import controller_ref
+from lws_operator.plan.meta import controller_ref, meta_of
 
 # metav1.FinalizerDeleteDependents: the garbage collector honours it as a foreground deletion.
 FOREGROUND_DELETION = "foregroundDeletion"
@@ -37,7 +37,7 @@ def _volume_claims(spec: LeaderWorkerSetSpec) -> list[dict[str, Any]]:
             {
                 "apiVersion": "v1",
                 "kind": "PersistentVolumeClaim",
-                "metadata": {"name": (claim.get("metadata") or {}).get("name")},
+                "metadata": {"name": meta_of(claim).get("name")},
                 "spec": out,
             }
         )
