@@ -10,6 +10,7 @@ memory with thousands of pods; leader StatefulSets and revisions are kept whole.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -21,13 +22,14 @@ from lws_operator.plan.lws.groups import Group, GroupTable, observe_group
 from lws_operator.plan.lws.history import MESSAGE_MAX, history_name
 from lws_operator.plan.lws.nodehealth import UNHEALTHY_TAINTS, node_state
 from lws_operator.plan.lws.restart import Lost
+from lws_operator.plan.lws.workers import READS_BESIDES_GROUP
 from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
 
 # All nodes are kept under this one key.
 NODES: Key = ("", "")
-# The stores of objects the groups' worker plans read besides their groups: Services,
-# revisions, PodGroups (plan/lws/workers.py). Their events are counted (``Observed.shared``).
-SHARED_STORES = frozenset({"lws_services", "lws_revisions", "lws_podgroups"})
+# The stores of what the groups' worker plans read besides their groups, as plan/lws/workers.py
+# declares it. Their events are counted (``Observed.worker_input_events``).
+WORKER_INPUT_STORES = frozenset(f"lws_{name}" for name in READS_BESIDES_GROUP)
 
 
 def _meta(meta: Mapping[str, Any], *, annotations: bool = True) -> dict[str, Any]:
@@ -166,6 +168,7 @@ def node_key(_obj: Mapping[str, Any]) -> Key:
 
 
 _NONE: Mapping[str, dict[str, Any]] = MappingProxyType({})
+_NO_OBSERVATIONS: MappingProxyType[int, int] = MappingProxyType({})
 
 
 @dataclass
@@ -190,10 +193,11 @@ class Observed:
     groups: Sequence[Group] = field(default_factory=list)
     """The groups of the leader StatefulSet, by index (plan/lws/groups.py): the cache's table,
     which it changes only when it observes the LWS again (one reconcile at a time)."""
-    fresh: frozenset[int] = frozenset()
-    """The indices of the groups observed anew since the reconciler last took them."""
-    shared: int = 0
-    """The count of events of its objects in ``SHARED_STORES``: unchanged, so are they."""
+    observed_at: MappingProxyType[int, int] = field(default_factory=lambda: _NO_OBSERVATIONS)
+    """When each group was last observed anew, as an observation number that only grows,
+    oldest first (``plan/lws/groups.observed_since`` reads the newest without a scan)."""
+    worker_input_events: int = 0
+    """The count of events of its objects in ``WORKER_INPUT_STORES``: unchanged, so are they."""
     terminating: tuple[dict[str, Any], ...] = ()
     """The pods with a deletionTimestamp."""
     history: dict[str, Any] | None = None
@@ -211,24 +215,33 @@ class _Groups:
     stale: set[int] = field(default_factory=set)
     everything: bool = False
     """Every group is to be observed again (an object without a group label changed)."""
-    fresh: set[int] = field(default_factory=set)
-    """The groups observed anew since the reconciler last took them (``Cache.took``): other
-    readers (a DisaggregatedSet's rollout, the eviction webhook) observe too."""
+    observed_at: dict[int, int] = field(default_factory=dict)
+    """When each group was last observed anew (an observation number), oldest first: every
+    reader (the reconciler, a DisaggregatedSet's rollout, the eviction webhook) observes, and
+    each remembers the last number it planned from."""
 
 
 class Cache:
     """Read access to the kopf index of LeaderWorkerSets and to the informers of their objects
-    (each kept current from its watch); and the worker pods seen deleted, kept until a
-    reconcile has decided on them (:meth:`settle`) or the LWS is gone."""
+    (each kept current from its watch); and the worker pods seen deleted.
+
+    Only observations write it: watch events, and :meth:`observe`. What it keeps of an LWS
+    lives while the LWS does: an observation that finds it gone drops it (the events of its
+    children's deletions, which may add some back, each wake a reconcile that observes again).
+    A deleted worker pod's record lives while its worker StatefulSet does, one per pod name
+    (the latest deletion), so a reconcile that has decided on it needs no way to remove it:
+    it remembers what it decided (controller/lws/reconcile.py)."""
 
     def __init__(self) -> None:
         self.indexes: dict[str, Mapping[Key, Iterable[Any]]] = {}
         self.informers: dict[str, list[Informer]] = {}
         self._lost: dict[Key, dict[str, Lost]] = {}
+        """Per LWS, the worker pods seen deleted, by pod name."""
+        self._observations = itertools.count(1)
         self._groups: dict[Key, _Groups] = {}
         self._terminating: dict[Key, set[str]] = {}
-        self._shared: dict[Key, int] = {}
-        """Per LWS, a count of the events of its objects in ``SHARED_STORES``."""
+        self._worker_input_events: dict[Key, int] = {}
+        """Per LWS, a count of the events of its objects in ``WORKER_INPUT_STORES``."""
         self._node_states: dict[str, str | None] = {}
         self._healthy: frozenset[str] = frozenset()
         """The nodes whose state is healthy (``node_state`` None): what a pass at rest needs
@@ -245,12 +258,14 @@ class Cache:
             else:
                 terminating.discard(name)
             if kind == DELETED and (lost := Lost.of(body)) is not None:
-                self._lost.setdefault(key, {})[lost.uid] = lost
-        elif store in SHARED_STORES:
-            self._shared[key] = self._shared.get(key, 0) + 1
+                self._lost.setdefault(key, {})[lost.name] = lost
+        elif store in WORKER_INPUT_STORES:
+            self._worker_input_events[key] = self._worker_input_events.get(key, 0) + 1
             return
         elif store != "lws_statefulsets" or name_of(body) == key[1]:
             return  # a leader StatefulSet's own changes alter no group (its uid is checked)
+        elif kind == DELETED:
+            self._drop_lost_of(key, uid_of(body))
         index = labels_of(body).get(c.GROUP_INDEX_LABEL, "")
         memo = self._groups.get(key)
         if memo is None:
@@ -285,8 +300,8 @@ class Cache:
 
     def _observe_groups(
         self, key: Key, statefulsets: Mapping[str, dict[str, Any]], pods: Mapping[str, Any]
-    ) -> tuple[GroupTable, frozenset[int]]:
-        """The groups, and the indices of those observed anew (changed since last time)."""
+    ) -> tuple[GroupTable, MappingProxyType[int, int]]:
+        """The groups, and when each was last observed anew (a live read-only view)."""
         leader_sts = statefulsets.get(key[1])
         leader_uid = uid_of(leader_sts) if leader_sts is not None else None
         memo = self._groups.get(key)
@@ -309,30 +324,29 @@ class Cache:
                     statefulsets=statefulsets,
                 )
             )
-        memo.fresh.update(fresh)
-        memo.fresh.intersection_update(range(count))
-        return table, frozenset(memo.fresh)
+        observed_at = memo.observed_at
+        for index in [i for i in observed_at if i >= count] if len(observed_at) > count else ():
+            del observed_at[index]
+        for index in fresh:  # to the end: the newest observation last
+            observed_at.pop(index, None)
+            observed_at[index] = next(self._observations)
+        return table, MappingProxyType(observed_at)
 
-    def took(self, key: Key, fresh: Iterable[int]) -> None:
-        """The reconciler has taken these groups observed anew (``Observed.fresh``)."""
-        if (memo := self._groups.get(key)) is not None:
-            memo.fresh.difference_update(fresh)
-
-    def settle(self, key: Key, uids: Iterable[str]) -> None:
-        """Forget Lost pods that a reconcile has decided on."""
+    def _drop_lost_of(self, key: Key, worker_sts_uid: str) -> None:
+        """A worker StatefulSet is gone: its incarnation's deleted pods need no decision."""
         if (records := self._lost.get(key)) is None:
             return
-        for uid in uids:
-            records.pop(uid, None)
+        for name in [n for n, r in records.items() if r.owner_uid == worker_sts_uid]:
+            del records[name]
         if not records:
             del self._lost[key]
 
-    def forget(self, key: Key) -> None:
-        """Drop what is remembered of an LWS that is gone."""
+    def _drop(self, key: Key) -> None:
+        """Drop what is kept of an LWS that is gone."""
         self._lost.pop(key, None)
         self._groups.pop(key, None)
         self._terminating.pop(key, None)
-        self._shared.pop(key, None)
+        self._worker_input_events.pop(key, None)
 
     def bind(self, indexes: Mapping[str, Any]) -> None:
         self.indexes = dict(indexes)
@@ -365,12 +379,17 @@ class Cache:
         return informers[0].get(NODES) if informers else _NONE
 
     def observe(self, key: Key) -> Observed:
-        lws = list(self.indexes.get("lws_objects", {}).get(key, ()))
+        """Everything known of the LWS; of one that is gone, only that."""
+        found = list(self.indexes.get("lws_objects", {}).get(key, ()))
+        if not found:
+            self._drop(key)
+            return Observed(lws=None)
+        lws = dict(found[0])
         statefulsets = self._get("lws_statefulsets", key)
         pods = self._get("lws_pods", key)
-        groups, fresh = self._observe_groups(key, statefulsets, pods)
+        groups, observed_at = self._observe_groups(key, statefulsets, pods)
         return Observed(
-            lws=dict(lws[0]) if lws else None,
+            lws=lws,
             statefulsets=statefulsets,
             pods=pods,
             services=self._get("lws_services", key),
@@ -380,8 +399,8 @@ class Cache:
             healthy_nodes=self._healthy,
             lost=tuple(self._lost.get(key, {}).values()),
             groups=groups,
-            fresh=fresh,
-            shared=self._shared.get(key, 0),
+            observed_at=observed_at,
+            worker_input_events=self._worker_input_events.get(key, 0),
             terminating=tuple(
                 pods[name] for name in self._terminating.get(key, ()) if name in pods
             ),

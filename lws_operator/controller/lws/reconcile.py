@@ -63,7 +63,7 @@ from lws_operator.plan.lws.history import (
 )
 from lws_operator.plan.lws.leader import LeaderStep, foreign_leader, plan_leader
 from lws_operator.plan.lws.nodehealth import NodeProblem, node_problems
-from lws_operator.plan.lws.restart import Recreate, plan_recreations, stuck_pods
+from lws_operator.plan.lws.restart import Recreate, plan_recreations, stuck_pods, undecided
 from lws_operator.plan.lws.rollout import RolloutPlan, plan_rollout, rollout_input
 from lws_operator.plan.lws.services import (
     missing_shared_service,
@@ -74,11 +74,12 @@ from lws_operator.plan.lws.services import (
 from lws_operator.plan.lws.status import StatusPacing, compute_status, plan_status_write
 from lws_operator.plan.lws.workers import (
     FOREIGN_RETRY,
-    NOTHING,
     WorkerPlan,
+    WorkersDue,
     foreign_workers,
     is_foreign_workers,
     plan_workers,
+    worker_inputs,
 )
 from lws_operator.plan.meta import is_deleting, name_of
 
@@ -131,11 +132,11 @@ class Memory:
     results: _Memo = field(default_factory=_Memo)
     """Pure results derived from its revisions and history (validated revision specs), kept
     while it exists: in one memo for every LWS they outlived their LWS."""
-    workers_at: tuple[Any, ...] | None = None
-    """What the groups' worker plans were made from besides the groups (``_workers_due``)."""
-    workers_due: set[int] = field(default_factory=set)
-    """The groups whose workers to plan again: observed anew since their plan needed nothing,
-    or never planned to nothing (waiting, retrying, acting) at ``workers_at``."""
+    workers: WorkersDue = field(default_factory=WorkersDue)
+    """The groups whose workers to plan again (plan/lws/workers.py)."""
+    lost_decided: set[str] = field(default_factory=set)
+    """The deleted worker pods (uids) already decided on: the cache keeps their records while
+    their worker StatefulSet exists; kept only while the cache still shows them."""
 
 
 def _version(obj: dict[str, Any]) -> tuple[str, str]:
@@ -184,7 +185,6 @@ class Reconciler:
     def forget(self, key: Key) -> None:
         """Drop everything kept about an LWS that is gone (or going)."""
         self.metrics.forget(key)
-        self.cache.forget(key)
         if self.coverage is not None:
             self.coverage.forget(key)
         memory = self.memory.pop(key, None)
@@ -205,8 +205,9 @@ class Reconciler:
             except ValidationError as e:
                 await self._report_invalid(obs.lws, e, memory)
                 return None
-        memory.workers_due |= obs.fresh  # first: a pass cut short must not lose them
-        self.cache.took(key, obs.fresh)
+        memory.workers.take(obs.observed_at)  # first: a pass cut short must not lose them
+        lost, memory.lost_decided = undecided(obs.lost, memory.lost_decided)
+        obs = replace(obs, lost=lost)
         lws = memory.model[1]
         try:
             return await _Pass(self, key, lws, obs, memory).run()
@@ -354,7 +355,7 @@ class _Pass:
             pods=obs.pods,
             lost=obs.lost,
         )
-        self.r.cache.settle(self.key, recreations.dropped)
+        self.memory.lost_decided |= recreations.dropped
         recreated = await self._failures(groups, size, recreations.groups)
         recreated |= {x.group.index for x in moved.release}
         await self._all_workers(groups, recreated)
@@ -416,35 +417,16 @@ class _Pass:
         return self.specs[key]
 
     async def _all_workers(self, groups: Sequence[Group], recreated: set[int]) -> None:
-        """Plan and apply the workers of the groups due (``_workers_due``), but those just
-        recreated (observed anew next time)."""
-        due = self._workers_due(groups)
-        for index in sorted(due - recreated):
+        """Plan and apply the workers of the groups due (plan/lws/workers.WorkersDue), but
+        those just recreated (observed anew next time)."""
+        due = self.memory.workers
+        inputs = worker_inputs(self.lws, self.obs.worker_input_events)
+        for index in sorted(due.now_due(inputs, len(groups)) - recreated):
             plan = self._plan_workers(groups[index])
             self._again(plan.retry)
             if plan.acts:
                 await self._workers(plan)
-            elif plan is NOTHING:
-                due.discard(index)  # until it, or what plans read besides it, changes
-
-    def _workers_due(self, groups: Sequence[Group]) -> set[int]:
-        """The groups whose workers to plan this pass: those observed anew, and those not
-        planned to NOTHING yet; every group when anything else the plans read changed (the
-        LWS's spec, labels or annotations, its Services, revisions or PodGroups). A pod event
-        then plans one group's workers, not every group's."""
-        memory = self.memory
-        at = (
-            *_spec_version(self.lws),
-            tuple(sorted(self.lws.annotations.items())),
-            tuple(sorted((self.lws.metadata.get("labels") or {}).items())),
-            self.obs.shared,
-        )
-        if memory.workers_at != at:
-            memory.workers_at = at
-            memory.workers_due = set(range(len(groups)))
-        elif any(i >= len(groups) for i in memory.workers_due):
-            memory.workers_due = {i for i in memory.workers_due if i < len(groups)}
-        return memory.workers_due
+            due.planned(index, plan)
 
     def _plan_workers(self, group: Group) -> WorkerPlan:
         return plan_workers(
@@ -601,7 +583,7 @@ class _Pass:
             return self.kube.delete(path, propagation=propagation, preconditions=preconditions)
 
         await delete(f"{pods_path}/{name_of(leader)}", leader, "Background")
-        self.r.cache.settle(self.key, settle)
+        self.memory.lost_decided |= settle
         results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
         for (path, _, _), result in zip(rest, results, strict=True):
             if isinstance(result, ApiError):
@@ -673,7 +655,7 @@ class _Pass:
             backoff=self.r.backoff,
             now=now,
         )
-        self.r.cache.settle(self.key, decided.kept)
+        self.memory.lost_decided |= decided.kept
         self._again(None if decided.retry is None else decided.retry + 0.05)
         evidence, logs = await self._evidence(decided, problems, limits)
         handled = request.value if request is not None else history.handled_request

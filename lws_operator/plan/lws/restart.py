@@ -68,6 +68,15 @@ class Lost:
         )
 
 
+def undecided(lost: tuple[Lost, ...], decided: set[str]) -> tuple[tuple[Lost, ...], set[str]]:
+    """The deleted worker pods not decided on yet, and of the uids ``decided`` those the cache
+    still shows: the others' records are gone for good (a uid never comes back), so the memory
+    of what was decided stays as small as the cache's records."""
+    shown = {r.uid for r in lost}
+    kept = decided & shown
+    return (tuple(r for r in lost if r.uid not in kept) if kept else lost), kept
+
+
 @dataclass(frozen=True)
 class Recreate:
     """Recreate group ``index``: delete its leader and its worker StatefulSet and pods."""

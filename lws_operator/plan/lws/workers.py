@@ -11,7 +11,8 @@ PodGroup (nothing after it when that fails), stale StatefulSet, worker StatefulS
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from lws_operator.api import constants as c
@@ -109,6 +110,67 @@ def is_foreign_workers(sts: Obj | None) -> bool:
     """Whether a StatefulSet that exists under a group's workers' name is someone else's."""
     owner = controller_of(sts) if sts is not None else None
     return sts is not None and (owner is None or owner.get("kind") != "Pod")
+
+
+# What plan_workers reads besides its group and the LWS (``worker_inputs``), by the name of the
+# observed mapping: a change to any of these plans every group's workers again. The cache counts
+# their events from this declaration (controller/lws/cache.py). Nodes are left out on purpose:
+# a node's change that matters wakes its groups' pods or a timer (NODE_RETRY).
+READS_BESIDES_GROUP = ("services", "revisions", "podgroups")
+
+
+def worker_inputs(lws: LeaderWorkerSet, read_events: int) -> tuple[Any, ...]:
+    """What every group's worker plan reads besides its group: the LWS's spec (its uid and
+    generation), labels and annotations, and the objects of ``READS_BESIDES_GROUP`` (the count
+    of their events)."""
+    meta = lws.metadata
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        tuple(sorted(lws.annotations.items())),
+        tuple(sorted((meta.get("labels") or {}).items())),
+        read_events,
+    )
+
+
+@dataclass
+class WorkersDue:
+    """Incremental planning of the groups' workers, the memory of one LWS: a pod event then
+    plans one group's workers, not every group's. A group is due when it was observed anew,
+    while its last plan was not NOTHING (waiting, retrying, acting), and every group is when
+    ``worker_inputs`` changed. Lives as long as the reconciler remembers the LWS."""
+
+    inputs: tuple[Any, ...] | None = None
+    """``worker_inputs`` when every group was last made due."""
+    due: set[int] = field(default_factory=set)
+    taken: int = 0
+    """The last group observation (its number) made due."""
+
+    def take(self, observed_at: MappingProxyType[int, int]) -> None:
+        """Make due the groups observed anew since the last take (``observed_at``: when each
+        group was last observed, oldest first, so only the new ones are read). First of a
+        pass: a pass cut short loses none."""
+        newest = self.taken
+        for index in reversed(observed_at):
+            if (at := observed_at[index]) <= self.taken:
+                break
+            self.due.add(index)
+            newest = max(newest, at)
+        self.taken = newest
+
+    def now_due(self, inputs: tuple[Any, ...], count: int) -> set[int]:
+        """The groups to plan this pass, of ``count``."""
+        if self.inputs != inputs:
+            self.inputs = inputs
+            self.due = set(range(count))
+        elif any(i >= count for i in self.due):
+            self.due = {i for i in self.due if i < count}
+        return self.due
+
+    def planned(self, index: int, plan: WorkerPlan) -> None:
+        """A plan of NOTHING: not due until its group, or ``worker_inputs``, changes."""
+        if plan is NOTHING:
+            self.due.discard(index)
 
 
 def plan_workers(

@@ -13,21 +13,43 @@ def deleted_pod(name: str, owner: str, worker: str = "1") -> dict[str, object]:
     }
 
 
-def test_deleted_worker_pods_are_kept_until_settled_or_the_lws_is_gone() -> None:
+def test_deleted_worker_pods_live_with_their_worker_statefulset_and_their_lws() -> None:
+    """Only observations write the cache: a deleted worker pod's record is the latest of its
+    name, dropped with its worker StatefulSet or its LWS, never by a reader."""
     cache = Cache()
     a, b = ("ns", "a"), ("ns", "b")
+    store: dict[tuple[str, str], list[dict[str, object]]] = {
+        a: [{"metadata": {"name": "a"}}],
+        b: [{"metadata": {"name": "b"}}],
+    }
+    cache.bind({"lws_objects": store})
     cache.changed("lws_pods", "DELETED", a, deleted_pod("a-0-1", "sts-uid"))
     cache.changed("lws_pods", "DELETED", a, deleted_pod("a-0-2", "sts-uid"))
+    cache.changed("lws_pods", "DELETED", a, deleted_pod("a-1-1", "other-sts"))
     cache.changed(
         "lws_pods", "DELETED", a, deleted_pod("a-0", "leader-sts", worker="0")
     )  # a leader: no record
     cache.changed("lws_pods", "DELETED", a, {"metadata": {"name": "no-owner"}})
-    assert [r.name for r in cache.observe(a).lost] == ["a-0-1", "a-0-2"]
+    assert [r.name for r in cache.observe(a).lost] == ["a-0-1", "a-0-2", "a-1-1"]
     assert cache.observe(b).lost == ()
-    cache.settle(a, ["a-0-1-uid"])
-    assert [r.name for r in cache.observe(a).lost] == ["a-0-2"]
-    cache.forget(a)
-    assert cache.observe(a).lost == ()
+    again = deleted_pod("a-0-1", "sts-uid")
+    again["metadata"]["uid"] = "second"  # type: ignore[index]
+    cache.changed("lws_pods", "DELETED", a, again)  # the same pod name deleted again
+    assert sorted((r.name, r.uid) for r in cache.observe(a).lost) == [
+        ("a-0-1", "second"),
+        ("a-0-2", "a-0-2-uid"),
+        ("a-1-1", "a-1-1-uid"),
+    ]
+    sts = {"metadata": {"name": "a-0", "uid": "sts-uid"}}
+    cache.changed("lws_statefulsets", "MODIFIED", a, sts)
+    assert len(cache.observe(a).lost) == 3, "its worker StatefulSet still exists"
+    cache.changed("lws_statefulsets", "DELETED", a, sts)
+    assert [r.name for r in cache.observe(a).lost] == ["a-1-1"]
+    del store[a]
+    assert cache.observe(a).lws is None and cache.observe(a).lost == ()
+    cache.changed("lws_pods", "DELETED", a, deleted_pod("a-1-2", "other-sts"))
+    assert cache.observe(a).lws is None and cache.observe(a).lost == ()
+    assert cache._lost == {} and cache._terminating == {}, "nothing kept of a gone LWS"
 
 
 def test_pod_projection_keeps_what_the_planner_reads() -> None:
@@ -126,6 +148,7 @@ def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
     from lws_operator.kube.client import Kube
 
     cache = Cache()
+    cache.bind({"lws_objects": {("a", "x"): [{"metadata": {"name": "x", "namespace": "a"}}]}})
     pods = Informer(cast(Kube, None), "/api/v1/pods", project_pod, lambda *_: None)
     cache.add_informer("lws_pods", pods)
     for ns, lws, node_name in (("a", "x", "n1"), ("b", "y", "n2")):
@@ -165,7 +188,7 @@ def test_a_node_whose_health_changes_wakes_the_lws_with_pods_on_it() -> None:
 
 def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
     """The cache keeps the groups between observations: a pod event replaces its group only
-    (reported in ``fresh``); an object without a group label, a new leader StatefulSet or
+    (its observation number grows); an object without a group label, a new leader StatefulSet or
     new replicas have the groups observed anew."""
     from typing import Any, cast
 
@@ -219,19 +242,30 @@ def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
     for i in range(3):
         pods.apply("ADDED", leader(i, "True"))
 
+    cache.bind({"lws_objects": {key: [{"metadata": {"name": "x", "namespace": "ns"}}]}})
+    taken = 0
+
+    def anew(obs: Any) -> set[int]:
+        return {i for i, at in obs.observed_at.items() if at > taken}
+
     def observe() -> Any:
+        nonlocal taken
         obs = cache.observe(key)
-        cache.took(key, obs.fresh)  # as the reconciler does
+        fresh = anew(obs)
+        taken = max(obs.observed_at.values(), default=taken)  # as the reconciler does
+        obs.fresh = fresh
         return obs
 
     first = observe()
     assert first.fresh == {0, 1, 2} and [g.leader_ready for g in first.groups] == [True] * 3
+    assert list(first.observed_at) == [0, 1, 2], "oldest observation first"
     before = list(first.groups)
-    assert observe().fresh == frozenset(), "nothing changed: nothing observed"
+    assert observe().fresh == set(), "nothing changed: nothing observed"
     pods.apply("MODIFIED", leader(1, "False"))
-    assert cache.observe(key).fresh == {1}, "another reader observes it too"
+    assert anew(cache.observe(key)) == {1}, "another reader observes it too"
     obs = observe()
-    assert obs.fresh == {1}, "and leaves it to the reconciler"
+    assert obs.fresh == {1}, "and the reconciler still sees it observed anew"
+    assert list(obs.observed_at) == [0, 2, 1], "the newest observation last"
     assert [g.leader_ready for g in obs.groups] == [True, False, True]
     assert obs.groups[0] is before[0] and obs.groups[2] is before[2]
     pods.apply("MODIFIED", leader(2, "False", group_label=False))
@@ -240,7 +274,8 @@ def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
     obs = observe()
     assert obs.fresh == {3} and len(obs.groups) == 4 and obs.groups[3].leader is None
     sets.apply("MODIFIED", leader_sts("s1", 2))
-    assert observe().fresh == frozenset() and len(observe().groups) == 2
+    obs = observe()
+    assert obs.fresh == set() and len(obs.groups) == 2 and set(obs.observed_at) == {0, 1}
     sets.apply("MODIFIED", leader_sts("s2", 2))
     obs = observe()
     assert obs.fresh == {0, 1} and all(g.leader is None for g in obs.groups), "a new leader sts"

@@ -3,6 +3,7 @@ the last status write, the validated model) is forgotten once the LWS is gone (i
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, cast
 
 from lws_operator.controller.lws.cache import Cache
@@ -62,6 +63,7 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
     StatefulSet's spec and metadata as they were: their comparison (plan_leader) is not
     redone; a change of either's generation or metadata, the revision or the rollout step
     plans it again."""
+
     from lws_operator.api.models import LeaderWorkerSet
     from lws_operator.controller.lws import reconcile
     from lws_operator.controller.lws.cache import Observed
@@ -150,6 +152,9 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
     memory = Memory()
     r = Reconciler(cast(Kube, None), Cache(), cast(EventRecorder, _Events()))
 
+    observations = iter(range(1, 1000))
+    observed_at: dict[int, int] = {}
+
     async def one_pass(
         fresh: set[int],
         count: int = 6,
@@ -160,8 +165,16 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
         meta = {**body["metadata"], "generation": generation}
         lws = LeaderWorkerSet.model_validate({**body, "metadata": meta})
         groups = [Group(i, None) for i in range(count)]
-        obs = Observed(body, groups=groups, fresh=frozenset(fresh), shared=shared)
-        memory.workers_due |= obs.fresh
+        for index in sorted(fresh):  # as the cache numbers its observations
+            observed_at.pop(index, None)
+            observed_at[index] = next(observations)
+        obs = Observed(
+            body,
+            groups=groups,
+            observed_at=MappingProxyType(observed_at),
+            worker_input_events=shared,
+        )
+        memory.workers.take(obs.observed_at)
         planned.clear()
         await reconcile._Pass(r, ("ns", "demo"), lws, obs, memory)._all_workers(
             groups, set(recreated)

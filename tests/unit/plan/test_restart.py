@@ -13,6 +13,7 @@ from lws_operator.plan.lws.restart import (
     node_lost,
     plan_recreations,
     stuck_pods,
+    undecided,
 )
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
@@ -300,3 +301,25 @@ def test_pods_made_by_our_statefulsets_of_any_incarnation_are_ours() -> None:
     assert not made_by("s-1", "foreign")  # a look-alike someone else owns
     assert not made_by("other", "x")
     assert not made_by_groups({"metadata": {}}, lws_name="s", lws_uid="lws-uid", statefulsets=stss)
+
+
+def _lost(name: str, uid: str) -> Lost:
+    return Lost(name=name, uid=uid, owner_uid="sts", group_index="0", revision="r")
+
+
+def test_undecided_leaves_out_what_was_decided_and_forgets_what_the_cache_dropped() -> None:
+    a, b = _lost("w-0-1", "a"), _lost("w-0-2", "b")
+    assert undecided((a, b), set()) == ((a, b), set())
+    assert undecided((a, b), {"a"}) == ((b,), {"a"})
+    assert undecided((b,), {"a"}) == ((b,), set()), "a's record is gone: forgotten"
+    assert undecided((), {"a", "b"}) == ((), set())
+
+
+@given(st.sets(st.sampled_from("abcdef")), st.sets(st.sampled_from("abcdef")))
+def test_undecided_is_the_records_not_decided_and_remembers_only_shown_uids(
+    shown: set[str], decided: set[str]
+) -> None:
+    lost = tuple(_lost(f"w-{u}", u) for u in sorted(shown))
+    left, kept = undecided(lost, decided)
+    assert {r.uid for r in left} == shown - decided
+    assert kept == decided & shown
