@@ -32,6 +32,7 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.events import Event
 from lws_operator.plan.meta import meta_of
+from lws_operator.plan.timestamps import format_micros
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,6 @@ SERIES_FINISH = 6 * 60.0
 SERIES_REFRESH = 60.0
 # Bounded memory: the oldest series are ended first beyond this many.
 MAX_SERIES = 4096
-
-
-def _micro_time(at: datetime.datetime | None = None) -> str:
-    return (at or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +99,7 @@ class EventRecorder:
                 "name": f"{ref['name']}.{secrets.token_hex(8)}",
                 "namespace": ref["namespace"] or "default",
             },
-            "eventTime": _micro_time(),
+            "eventTime": format_micros(datetime.datetime.now(datetime.UTC)),
             "reportingController": self._controller,
             "reportingInstance": self._instance,
             "action": event.action,
@@ -128,7 +125,7 @@ class EventRecorder:
         if (series := self._series.get(key)) is not None:
             series.count += 1
             series.last_seen = now
-            series.last_observed = _micro_time()
+            series.last_observed = format_micros(datetime.datetime.now(datetime.UTC))
             self._series.move_to_end(key)
             if series.written == 1:  # the first repeat makes it a series at once
                 await self._write_count(series)

@@ -23,17 +23,9 @@ from lws_operator.plan.meta import (
     name_of,
     pod_ready,
 )
+from lws_operator.plan.timestamps import parse_time
 
 RECREATE_REASON = "RecreateGroup"
-
-
-def _parse_time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def age(since: datetime.datetime | None, now: datetime.datetime) -> str:
@@ -49,9 +41,9 @@ def age(since: datetime.datetime | None, now: datetime.datetime) -> str:
 
 def _event_time(event: dict[str, Any]) -> datetime.datetime | None:
     for key in ("eventTime", "deprecatedLastTimestamp", "lastTimestamp"):
-        if when := _parse_time(event.get(key)):
+        if when := parse_time(event.get(key)):
             return when
-    return _parse_time(creation_timestamp_of(event))
+    return parse_time(creation_timestamp_of(event))
 
 
 def last_recreations(
@@ -135,7 +127,7 @@ def status_rows(
             ("1/1" if pod_ready(leader) else "0/1") if leader else "0/1 (missing)",
             f"{sum(1 for w in workers if pod_ready(w))}/{size - 1}",
             str(restarts),
-            age(_parse_time((leader or {}).get("metadata", {}).get("creationTimestamp")), now),
+            age(parse_time(creation_timestamp_of(leader)), now),
             node_name or "-",
             domain,
             f"{recreated[0]} ({age(recreated[1], now)} ago)" if recreated else "-",

@@ -42,11 +42,12 @@ from lws_operator.plan.lws import disruption
 from lws_operator.plan.lws import revision as rev
 from lws_operator.plan.lws.gang import min_resources
 from lws_operator.plan.lws.groups import observe_groups
-from lws_operator.plan.lws.history import History, parse_history, parse_time, project_history
+from lws_operator.plan.lws.history import History, parse_history, project_history
 from lws_operator.plan.lws.history import history_name as _history_name
 from lws_operator.plan.lws.nodehealth import node_state
 from lws_operator.plan.lws.rollout_sim import format_steps, format_table, simulate_rollout
 from lws_operator.plan.meta import labels_of, uid_of
+from lws_operator.plan.timestamps import parse_time
 
 # ---- failure handling (issue 16) ----------------------------------------------------------
 

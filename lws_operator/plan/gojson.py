@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lws_operator.plan.quantity import parse as parse_quantity
+from lws_operator.plan.timestamps import format_time
 
 LAYOUT_FILE = Path(__file__).resolve().parents[1] / "api" / "go_layout.json"
 
@@ -108,7 +109,7 @@ def _time(value: Any) -> str:
         when = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as e:
         raise GoJsonError(f"not an RFC 3339 time: {value!r}") from e
-    return '"' + when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") + '"'
+    return '"' + format_time(when) + '"'
 
 
 def _encode(value: Any, ref: str, out: list[str]) -> None:

@@ -150,13 +150,13 @@ def test_failure_lines_show_backoff_failed_nodes_and_recent_recreations() -> Non
         GroupHistory,
         History,
         Recreation,
-        format_time,
     )
+    from lws_operator.plan.timestamps import format_millis
 
     def rec(n: int, ago: int, waited: float = 0) -> Recreation:
         return Recreation(
             number=n,
-            at=format_time(NOW - datetime.timedelta(seconds=ago)),
+            at=format_millis(NOW - datetime.timedelta(seconds=ago)),
             trigger="restarted",
             culprit="x-1-1",
             leader="x-1",
@@ -177,7 +177,7 @@ def test_failure_lines_show_backoff_failed_nodes_and_recent_recreations() -> Non
                 restarts=2,
                 total=2,
                 backoff_leader="uid-x-1",
-                backoff_until=format_time(NOW + datetime.timedelta(seconds=40)),
+                backoff_until=format_millis(NOW + datetime.timedelta(seconds=40)),
                 recreations=(rec(1, 60), rec(2, 30, waited=10)),
             ),
             2: GroupHistory(restarts=3, failed_leader="uid-x-2"),

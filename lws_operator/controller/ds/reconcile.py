@@ -32,6 +32,7 @@ from lws_operator.plan.ds.reconcile import (
 from lws_operator.plan.events import Event, warning
 from lws_operator.plan.gojson import GoJsonError
 from lws_operator.plan.meta import is_controlled_by, is_deleting
+from lws_operator.plan.timestamps import format_time
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,6 @@ _RESOURCES = {
 }
 # Looked at again after a write the API server refused (a retry with backoff comes anyway).
 RETRY = 30.0
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -79,7 +76,7 @@ class DsReconciler:
                 lws=obs.lws,
                 services=obs.services,
                 scalers=obs.scalers,
-                now=_now(),
+                now=format_time(datetime.datetime.now(datetime.UTC)),
                 ready=self._ready(key[0], obs.lws),
             )
         except (ValidationError, GoJsonError) as e:

@@ -82,6 +82,7 @@ from lws_operator.plan.lws.workers import (
     worker_inputs,
 )
 from lws_operator.plan.meta import is_deleting, name_of
+from lws_operator.plan.timestamps import format_time
 
 log = logging.getLogger(__name__)
 
@@ -234,10 +235,6 @@ class Reconciler:
         note = f"cannot reconcile: {where}: {first.get('msg')}"
         log.warning("%s/%s %s", meta.get("namespace"), meta.get("name"), note)
         await self.events.post(body, warning_event("InvalidSpec", "Reconcile", note))
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Pass:
@@ -801,7 +798,7 @@ class _Pass:
             generation=int(self.lws.metadata.get("generation") or 0),
             lws_name=self.name,
             old_conditions=list(observed.get("conditions") or []),
-            now=_now(),
+            now=format_time(datetime.datetime.now(datetime.UTC)),
             failed=self.failed,
             max_restarts=spec.leader_worker_template.max_group_restarts,
         )

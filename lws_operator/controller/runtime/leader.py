@@ -33,6 +33,7 @@ from typing import Any
 
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan.timestamps import format_micros
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,6 @@ class LeadershipLost(Exception):
 def default_identity() -> str:
     """``<pod or host name>_<random>``: unique per process, readable in the Lease."""
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-
-
-def _micro_time(at: datetime.datetime | None = None) -> str:
-    at = at or datetime.datetime.now(datetime.UTC)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass
@@ -80,7 +76,7 @@ class LeaderElector:
         return resource_path(API, "leases", namespace=self.namespace, name=self.name)
 
     def _spec(self, previous: dict[str, Any] | None) -> dict[str, Any]:
-        now = _micro_time()
+        now = format_micros(datetime.datetime.now(datetime.UTC))
         prev = (previous or {}).get("spec") or {}
         transitions = int(prev.get("leaseTransitions") or 0)
         ours = prev.get("holderIdentity") == self.identity
@@ -192,7 +188,7 @@ class LeaderElector:
             **(body.get("spec") or {}),
             "holderIdentity": "",
             "leaseDurationSeconds": 1,
-            "renewTime": _micro_time(),
+            "renewTime": format_micros(datetime.datetime.now(datetime.UTC)),
         }
         try:
             await self.kube.replace(self.path, body)

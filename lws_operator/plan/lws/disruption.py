@@ -50,6 +50,7 @@ from lws_operator.plan.meta import (
     statefulset_partition,
     uid_of,
 )
+from lws_operator.plan.timestamps import format_time, parse_time
 
 BUDGET_ANNOTATION = "lws-operator.x-k8s.io/disruption-budget"
 """On the LWS: at most this many groups unavailable through evictions (int or percentage)."""
@@ -64,17 +65,6 @@ RELEASED = "Released"
 MOVING_GROUP = "MovingGroup"
 MOVED_GROUP = "MovedGroup"
 INVALID_BUDGET = "InvalidDisruptionBudget"
-
-
-def format_time(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str) -> datetime.datetime | None:
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 # ---- the budget ------------------------------------------------------------------------------

@@ -35,12 +35,11 @@ from lws_operator.plan.lws.history import (
     GroupHistory,
     History,
     Recreation,
-    format_time,
     log_key,
-    parse_time,
 )
 from lws_operator.plan.lws.restart import Recreate
 from lws_operator.plan.meta import name_of, uid_of
+from lws_operator.plan.timestamps import format_millis, parse_time
 
 # Event reasons (ours; upstream has no such events).
 GROUP_FAILURE = "GroupFailure"
@@ -228,7 +227,7 @@ def gate(
                 streak=h.streak, last=h.last_at, ready_since=ready_since, now=now, backoff=backoff
             )
             if seconds > 0:
-                until = format_time(now + datetime.timedelta(seconds=seconds))
+                until = format_millis(now + datetime.timedelta(seconds=seconds))
                 announce = h.backoff_leader != leader_uid
                 step = bo.delay(bo.current_streak(h.streak, ready_since, now, backoff), backoff)
                 waiting.append(Waiting(plan.index, leader_uid, seconds, step, until, announce))
@@ -277,7 +276,7 @@ def record(
     """The history after ``decided``: a record per recreation (``evidence`` by group index,
     ``logs`` by (group index, failure position)), Failed groups, waits announced, Ready
     times and recoveries; histories of groups that no longer exist are dropped."""
-    at = format_time(now)
+    at = format_millis(now)
     groups = {i: g for i, g in history.groups.items() if i < group_count}
     new_logs: dict[str, str] = {}
     events: list[Event] = []

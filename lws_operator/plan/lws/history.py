@@ -31,6 +31,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.plan.events import Event, warning
 from lws_operator.plan.meta import controller_ref, meta_of
+from lws_operator.plan.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 
@@ -60,19 +61,6 @@ def history_name(lws_name: str) -> str:
 
 def log_key(group: int, number: int, k: int) -> str:
     return f"log-{group}-{number}-{k}"
-
-
-def parse_time(value: Any) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def format_time(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _int(value: Any) -> int | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
@@ -30,6 +29,7 @@ from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warn
 from lws_operator.plan.lws import names
 from lws_operator.plan.lws.groups import Group, Obj, failure, where
 from lws_operator.plan.meta import controller_of, deletion_timestamp_of, labels_of, name_of, uid_of
+from lws_operator.plan.timestamps import parse_time
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
 # has lost its kubelet: nothing will ever finish deleting it (upstream #508).
@@ -208,13 +208,6 @@ def _broken(group: Group) -> bool:
     return group.broken_by is not None
 
 
-def _parse_time(value: Any) -> datetime.datetime | None:
-    try:
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True)
 class StuckPods:
     release: tuple[Obj, ...]
@@ -244,7 +237,7 @@ def stuck_pods(
     for pod in terminating:
         if not ours(pod):
             continue
-        deadline = _parse_time(deletion_timestamp_of(pod))
+        deadline = parse_time(deletion_timestamp_of(pod))
         if deadline is None:
             continue
         if now - deadline < STUCK_AFTER:

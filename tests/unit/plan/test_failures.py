@@ -26,9 +26,9 @@ from lws_operator.plan.lws.history import (
     GroupHistory,
     History,
     Recreation,
-    format_time,
 )
 from lws_operator.plan.lws.restart import Recreate
+from lws_operator.plan.timestamps import format_millis
 from tests.unit.plan.groups import leader_pod
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
@@ -36,7 +36,7 @@ BACKOFF = bo.Backoff(initial=10, maximum=300, reset_after=600)
 
 
 def at(seconds_ago: float) -> str:
-    return format_time(NOW - datetime.timedelta(seconds=seconds_ago))
+    return format_millis(NOW - datetime.timedelta(seconds=seconds_ago))
 
 
 def leader(index: int, uid: str | None = None, *, ready: bool = True) -> dict[str, Any]:
@@ -159,7 +159,7 @@ def test_a_repeat_within_the_backoff_waits_and_is_announced_once() -> None:
     )
     recorded = record(h, decided, evidence={}, logs={}, backoff=BACKOFF, group_count=1, now=NOW)
     g = recorded.groups[0]
-    assert g.backoff_leader == "leader-0" and g.backoff_until == format_time(
+    assert g.backoff_leader == "leader-0" and g.backoff_until == format_millis(
         NOW + datetime.timedelta(seconds=15)
     )
     again = decide(group, plan, History(h.name, True, "2", groups=recorded.groups))
@@ -274,7 +274,7 @@ def test_ready_after_a_recreation_is_noted_once() -> None:
     decided = decide(group, None, h)
     assert decided.ready == (0,)
     recorded = record(h, decided, evidence={}, logs={}, backoff=BACKOFF, group_count=1, now=NOW)
-    assert recorded.groups[0].ready_since == format_time(NOW)
+    assert recorded.groups[0].ready_since == format_millis(NOW)
     assert not decide(group, None, History(h.name, True, "2", groups=recorded.groups)).ready
 
 
