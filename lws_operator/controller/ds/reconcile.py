@@ -14,18 +14,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_models import DisaggregatedSet
 from lws_operator.controller.ds.cache import DsCache
+from lws_operator.controller.runtime.execute import Executor, write_path
 from lws_operator.controller.runtime.informer import Key
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
-from lws_operator.kube.paths import resource_path
 from lws_operator.plan.ds.reconcile import (
     FAILED_CREATE,
     SCALER_CONFLICT,
-    Write,
     failed_create,
     plan_disaggregated_set,
 )
@@ -33,16 +31,10 @@ from lws_operator.plan.events import Event, warning
 from lws_operator.plan.gojson import GoJsonError
 from lws_operator.plan.meta import is_controlled_by, is_deleting
 from lws_operator.plan.timestamps import format_time
+from lws_operator.plan.writes import Write
 
 log = logging.getLogger(__name__)
 
-# (api version, plural) of each kind a plan writes.
-_RESOURCES = {
-    lc.KIND: (lc.API_VERSION, lc.PLURAL),
-    "Service": ("v1", "services"),
-    c.SCALER_KIND: (c.API_VERSION, c.SCALER_PLURAL),
-    c.KIND: (c.API_VERSION, c.PLURAL),
-}
 # Looked at again after a write the API server refused (a retry with backoff comes anyway).
 RETRY = 30.0
 
@@ -58,9 +50,10 @@ class DsReconciler:
     reported: dict[Key, set[str]] = field(default_factory=dict)
     """Per set, the problems already reported (one Warning each until they change)."""
 
-    def _path(self, kind: str, ns: str, name: str | None = None, sub: str | None = None) -> str:
-        api, plural = _RESOURCES[kind]
-        return resource_path(api, plural, namespace=ns, name=name, subresource=sub)
+    executor: Executor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.executor = Executor(self.kube, self.events)
 
     async def __call__(self, key: Key) -> float | None:
         await self.cache.wait_ready()
@@ -108,37 +101,19 @@ class DsReconciler:
         return out
 
     async def _apply(self, ds: DisaggregatedSet, body: dict[str, Any], write: Write) -> None:
-        ns = ds.namespace
-        if write.verb == "create":
-            assert write.body is not None
-            try:
-                await self.kube.create(self._path(write.kind, ns), write.body)
-            except ApiError as e:
-                if not e.already_exists:
-                    raise
-                await self._exists(ds, body, write)
-                return
-        elif write.verb == "delete":
-            try:
-                await self.kube.delete(
-                    self._path(write.kind, ns, write.name),
-                    propagation="Background",
-                    preconditions={"uid": write.uid} if write.uid else None,
-                )
-            except ApiError as e:
-                if not e.conflict:
-                    raise
+        try:
+            answer = await self.executor.send(ds.namespace, body, write)
+        except ApiError as e:
+            if write.verb == "delete" and e.conflict:
                 return  # another object of that name now: not the one we meant
-        else:
-            sub = "status" if write.verb == "status" else None
-            await self.kube.patch(self._path(write.kind, ns, write.name, sub), write.body)
-        if write.event is not None:
-            await self.events.post(body, write.event)
+            raise
+        if answer is None and write.verb == "create":
+            await self._exists(ds, body, write)
 
     async def _exists(self, ds: DisaggregatedSet, body: dict[str, Any], write: Write) -> None:
         """A create found the name taken: ours not seen yet by the cache (nothing to do), or
         someone else's, which is never adopted (reported once)."""
-        current = await self.kube.get_or_none(self._path(write.kind, ds.namespace, write.name))
+        current = await self.kube.get_or_none(write_path(ds.namespace, write))
         if current is None or is_controlled_by(current, ds.uid):
             return
         note = f"{write.kind} {write.name} exists but is not controlled by this DisaggregatedSet"

@@ -15,9 +15,9 @@ import asyncio
 import datetime
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import aiohttp
 from pydantic import ValidationError
@@ -26,6 +26,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
 from lws_operator.controller.lws.cache import Cache, Observed
 from lws_operator.controller.lws.eviction import EvictionCoverage
+from lws_operator.controller.runtime.execute import Executor, write_path
 from lws_operator.controller.runtime.informer import Key
 from lws_operator.controller.servers.metrics import NoMetrics, ReconcileMetrics
 from lws_operator.kube.client import ApiError, Kube
@@ -81,12 +82,13 @@ from lws_operator.plan.lws.workers import (
     plan_workers,
     worker_inputs,
 )
-from lws_operator.plan.meta import is_deleting, name_of
+from lws_operator.plan.meta import is_deleting, name_of, resource_version_of, uid_of
 from lws_operator.plan.timestamps import format_time
+from lws_operator.plan.writes import Write
 
 log = logging.getLogger(__name__)
 
-STS = "statefulsets"
+STS = "StatefulSet"
 # Warnings remembered as reported, per LWS, at most this many (a plain bound).
 MEMO_MAX = 4096
 # Memoised pure results kept per LWS at most this many: a few revisions and the latest
@@ -159,6 +161,10 @@ def _identity(obj: dict[str, Any]) -> tuple[Any, ...]:
         meta.get("ownerReferences"),
         [f for f in meta.get("managedFields") or [] if f.get("subresource") != "status"],
     )
+
+
+def _create_service(body: dict[str, Any]) -> Write:
+    return Write("create", "Service", name_of(body), body=body, refused=service_failed)
 
 
 def _spec_version(lws: LeaderWorkerSet) -> tuple[str, int]:
@@ -245,6 +251,7 @@ class _Pass:
     ) -> None:
         self.r, self.key, self.lws, self.obs, self.memory = r, key, lws, obs, memory
         self.kube = r.kube
+        self.executor = Executor(r.kube, r.events)
         self.name, self.ns = lws.name, lws.namespace
         self.uid = str(lws.metadata.get("uid", ""))
         self.body = obs.lws or {}
@@ -256,8 +263,8 @@ class _Pass:
         if seconds is not None:
             self.retry = seconds if self.retry is None else min(self.retry, seconds)
 
-    def _path(self, plural: str, name: str | None = None, api: str = "apps/v1") -> str:
-        return resource_path(api, plural, namespace=self.ns, name=name)
+    async def _send(self, write: Write) -> dict[str, Any] | None:
+        return await self.executor.send(self.ns, self.body, write)
 
     async def _post(self, event: Event) -> None:
         await self.r.events.post(self.body, event)
@@ -289,7 +296,8 @@ class _Pass:
             matches=lambda r: self._matches(dict(r)),
         )
         if choice.create is not None:
-            await self._create(self._path("controllerrevisions"), choice.create, None)
+            create = choice.create
+            await self._send(Write("create", "ControllerRevision", name_of(create), body=create))
             await self._post(rev.creating_revision(choice.note))
         size = lws.spec.leader_worker_template.size
         groups = obs.groups
@@ -312,11 +320,8 @@ class _Pass:
         if step.claims_warning is not None:
             await self._report_once(("claims", choice.key), step.claims_warning)
         if step.apply is not None:
-            try:
-                await self.kube.apply(self._path(STS, self.name), step.apply)
-            except ApiError as e:
-                await self._post(step.failed.failed(e.message))
-                raise
+            apply = Write("apply", STS, self.name, body=step.apply, refused=step.failed.failed)
+            await self._send(apply)
             for event in step.events:
                 await self._post(event)
         publish = publish_not_ready(lws.spec.network_config)
@@ -329,20 +334,17 @@ class _Pass:
             publish=publish,
         )
         if shared is not None:
-            await self._create(self._service_path(), shared, service_failed)
+            await self._send(_create_service(shared))
         for svc, patch in publish_patches(
             obs.services, lws_name=self.name, lws_uid=self.uid, publish=publish
         ):
-            await self.kube.patch(f"{self._service_path()}/{svc}", patch)
+            await self._send(Write("patch", "Service", svc, body=patch))
         for release in moved.release:
             group = release.group
             assert group.leader is not None
             await self._delete_group(group.index, group.leader, group.workers, group.members)
         for pod in moved.stray:
-            await self.kube.delete(
-                resource_path("v1", "pods", namespace=self.ns, name=name_of(pod)),
-                preconditions={"uid": pod["metadata"]["uid"]},
-            )
+            await self._send(Write("delete", "Pod", name_of(pod), uid=uid_of(pod)))
         recreations = plan_recreations(
             policy=lws.spec.leader_worker_template.restart_policy,
             lws_annotations=lws.annotations,
@@ -360,7 +362,7 @@ class _Pass:
         done = await self._status(leader_sts, groups, choice.key, size)
         if done:
             for name in rev.revisions_to_delete(obs.revisions, key=choice.key, lws_uid=self.uid):
-                await self.kube.delete(self._path("controllerrevisions", name))
+                await self._send(Write("delete", "ControllerRevision", name))
         return self.retry
 
     def _leader_step(
@@ -386,24 +388,6 @@ class _Pass:
             )
             self.memory.leader = (key, step)
         return self.memory.leader[1]
-
-    def _service_path(self) -> str:
-        return resource_path("v1", "services", namespace=self.ns)
-
-    async def _create(
-        self, path: str, body: dict[str, Any], failed: Callable[[str], Event] | None
-    ) -> bool:
-        """Create; an object that already exists counts as created. Returns True when this
-        call created it; posts ``failed(message)`` and raises when the server refuses."""
-        try:
-            await self.kube.create(path, body)
-        except ApiError as e:
-            if e.already_exists:
-                return False
-            if failed is not None:
-                await self._post(failed(e.message))
-            raise
-        return True
 
     # ---- one group ---------------------------------------------------------------------------
     def _revision_spec(self, group: Group) -> LeaderWorkerSetSpec | None:
@@ -441,30 +425,30 @@ class _Pass:
         for event in plan.events:
             await self._post(event)
         if plan.service is not None:
-            await self._create(self._service_path(), plan.service, service_failed)
+            await self._send(_create_service(plan.service))
         if plan.pod_group is not None and not await self._pod_group(plan.pod_group):
             return
         if plan.delete_stale is not None:
             # Foreground, as the garbage collector would (its finalizer): its pods go first,
             # since Kueue ungates at once a pod whose StatefulSet it cannot find.
             stale = plan.delete_stale
-            await self.kube.delete(
-                self._path(STS, name_of(stale)),
-                propagation="Foreground",
-                preconditions={"uid": stale["metadata"]["uid"]},
+            await self._send(
+                Write("delete", STS, name_of(stale), uid=uid_of(stale), propagation="Foreground")
             )
         if plan.workers is not None:
             await self._create_workers(plan)
 
     async def _create_workers(self, plan: WorkerPlan) -> None:
         assert plan.workers is not None
-        if await self._create(self._path(STS), plan.workers, plan.failed.failed):
-            await self._post(plan.created)
+        name = name_of(plan.workers)
+        create = Write(
+            "create", STS, name, body=plan.workers, event=plan.created, refused=plan.failed.failed
+        )
+        if await self._send(create) is not None:
             return
         # It exists but the cache does not show it as this leader's: ours not seen yet, or
         # someone else's without our labels, which we must neither adopt nor delete.
-        name = name_of(plan.workers)
-        if is_foreign_workers(await self.kube.get_or_none(self._path(STS, name))):
+        if is_foreign_workers(await self.kube.get_or_none(write_path(self.ns, create))):
             await self._post(foreign_workers(name))
             self._again(FOREIGN_RETRY)
 
@@ -474,10 +458,8 @@ class _Pass:
         not be created (reported; looked at again later)."""
         api = str(body["apiVersion"])
         try:
-            await self.kube.create(resource_path(api, gang.PLURAL, namespace=self.ns), body)
+            await self._send(Write("create", "PodGroup", name_of(body), body=body, api_version=api))
         except ApiError as e:
-            if e.already_exists:
-                return True
             await self._post(gang.creation_failed(name_of(body), api, e.status, e.message))
             self._again(gang.CREATE_RETRY)
             return False
@@ -524,9 +506,8 @@ class _Pass:
         if plan.state != state:
             rv = str(leader_sts["metadata"].get("resourceVersion") or "")
             # Refused (409) when someone wrote since (an eviction): retried with fresh state.
-            await self.kube.patch(
-                self._path(STS, self.name), disruption.state_patch(plan.state, rv), kind="merge"
-            )
+            patch = disruption.state_patch(plan.state, rv)
+            await self._send(Write("patch", STS, self.name, body=patch))
         for event in plan.events:
             log.info("%s/%s: %s", self.ns, self.name, event.note)
             await self._post(event)
@@ -563,33 +544,29 @@ class _Pass:
         settle: frozenset[str] = frozenset(),
     ) -> None:
         """Delete a group whole, the leader first (see :meth:`_recreate`)."""
-        pods_path = resource_path("v1", "pods", namespace=self.ns)
+
+        def delete(kind: str, obj: Any, propagation: Literal["Background", "Foreground"]) -> Write:
+            return Write("delete", kind, name_of(obj), uid=uid_of(obj), propagation=propagation)
+
         # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
         # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
-        rest = []
-        if workers is not None:
-            rest.append((self._path(STS, name_of(workers)), workers, "Foreground"))
+        rest = [delete(STS, workers, "Foreground")] if workers is not None else []
         rest += [
-            (f"{pods_path}/{name_of(p)}", p, "Background")
+            delete("Pod", p, "Background")
             for p in members
             if p is not leader and not is_deleting(p)
         ]
-
-        def delete(path: str, obj: Any, propagation: str) -> Awaitable[Any]:
-            preconditions = {"uid": obj["metadata"]["uid"]}
-            return self.kube.delete(path, propagation=propagation, preconditions=preconditions)
-
-        await delete(f"{pods_path}/{name_of(leader)}", leader, "Background")
+        await self._send(delete("Pod", leader, "Background"))
         self.memory.lost_decided |= settle
-        results = await asyncio.gather(*(delete(*r) for r in rest), return_exceptions=True)
-        for (path, _, _), result in zip(rest, results, strict=True):
+        results = await asyncio.gather(*map(self._send, rest), return_exceptions=True)
+        for write, result in zip(rest, results, strict=True):
             if isinstance(result, ApiError):
                 log.warning(
                     "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
                     "the old leader",
                     self.ns,
                     self.name,
-                    path.rsplit("/", 1)[-1],
+                    write.name,
                     result.message,
                     extra={"group": index},
                 )
@@ -756,12 +733,14 @@ class _Pass:
     async def _write_history(self, old: History, write: HistoryWrite, new: History) -> History:
         """Write the history ConfigMap; a conflict (someone wrote since the cache's copy)
         fails the pass, which the queue retries with fresh state."""
-        base = resource_path("v1", "configmaps", namespace=self.ns)
         if write.create is not None:
-            written = await self.kube.create(base, write.create)
+            name = name_of(write.create)
+            cm = Write("create", "ConfigMap", name, body=write.create, exists_ok=False)
         else:
-            written = await self.kube.patch(f"{base}/{new.name}", write.patch, kind="merge")
-        new = replace(new, resource_version=str(written["metadata"]["resourceVersion"]))
+            cm = Write("patch", "ConfigMap", new.name, body=write.patch)
+        written = await self._send(cm)
+        assert written is not None  # a create that found the name taken was refused
+        new = replace(new, resource_version=resource_version_of(written))
         stale = self.memory.history[0] if self.memory.history is not None else set()
         self.memory.history = ({*stale, old.resource_version or ""}, new)
         return new
@@ -776,12 +755,8 @@ class _Pass:
             now=datetime.datetime.now(datetime.UTC),
         )
         for pod in stuck.release:
-            await self.kube.delete(
-                resource_path("v1", "pods", namespace=self.ns, name=name_of(pod)),
-                grace_period_seconds=0,
-                preconditions={"uid": pod["metadata"]["uid"]},
-            )
-            await self._post(stuck.event(pod))
+            release = Write("delete", "Pod", name_of(pod), uid=uid_of(pod), grace_seconds=0)
+            await self._send(replace(release, event=stuck.event(pod)))
         self._again(None if stuck.wait is None else stuck.wait + 1)
 
     # ---- status ------------------------------------------------------------------------------
@@ -813,11 +788,8 @@ class _Pass:
         self.memory.pacing = write.pacing
         self._again(write.wait)
         if write.patch is not None:
-            path = resource_path(
-                c.API_VERSION, c.PLURAL, namespace=self.ns, name=self.name, subresource="status"
-            )
             # Refused (409) when computed from a stale LWS: the queue retries with fresh state.
-            after = await self.kube.patch(path, write.patch, kind="merge")
+            after = await self._send(Write("status", c.KIND, self.name, body=write.patch)) or {}
             rv = write.patch["metadata"]["resourceVersion"]
             moved = str((after.get("metadata") or {}).get("resourceVersion")) != rv
             self.memory.pacing = write.pacing.written(now, over=rv if moved else None)

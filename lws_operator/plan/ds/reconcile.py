@@ -19,8 +19,8 @@ the writes and posts each write's event once it succeeded.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from lws_operator.api import constants as lc
 from lws_operator.api import ds_constants as c
@@ -40,9 +40,9 @@ from lws_operator.plan.ds.revision import compute_revision
 from lws_operator.plan.ds.status import ds_status, scaler_status, status_patch
 from lws_operator.plan.events import DELETE, UPDATE, Event, normal, warning
 from lws_operator.plan.meta import is_controlled_by, labels_of, meta_of, name_of, uid_of
+from lws_operator.plan.writes import Write
 
 Obj = Mapping[str, Any]
-Kind = Literal["LeaderWorkerSet", "Service", "DisaggregatedSetRoleScaler", "DisaggregatedSet"]
 
 # Upstream's event reasons.
 ROLLING_UPDATE_STARTED = "RollingUpdateStarted"
@@ -54,20 +54,6 @@ SCALER_CREATED = "ScalerCreated"
 SCALER_DELETED = "ScalerDeleted"
 SCALER_CONFLICT = "ScalerConflict"
 FAILED_CREATE = "FailedCreate"
-
-
-@dataclass(frozen=True)
-class Write:
-    """One request: ``create`` (body), ``patch`` (a merge patch), ``status`` (a merge patch of
-    the status subresource) or ``delete`` (with the uid as precondition)."""
-
-    verb: Literal["create", "patch", "status", "delete"]
-    kind: Kind
-    name: str
-    body: dict[str, Any] | None = None
-    uid: str | None = None
-    event: Event | None = None
-    """Posted on the DisaggregatedSet once the request succeeded."""
 
 
 @dataclass
@@ -121,6 +107,8 @@ class _Planner:
 
     # ---- helpers ---------------------------------------------------------------------------
     def _write(self, write: Write) -> None:
+        if write.verb == "delete":  # in the background, as upstream deletes
+            write = replace(write, propagation="Background")
         self.plan.writes.append(write)
 
     def _delete_lws(self, ch: Child, note: str, action: str = DELETE) -> None:
