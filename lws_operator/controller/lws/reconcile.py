@@ -34,36 +34,23 @@ from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.events import Event
 from lws_operator.plan.events import warning as warning_event
-from lws_operator.plan.lws import disruption, gang
+from lws_operator.plan.lws import disruption, gang, recovery
 from lws_operator.plan.lws import revision as rev
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.evidence import (
     LogRequest,
-    collect,
     log_tail,
     log_unavailable,
     transfer_limit,
-)
-from lws_operator.plan.lws.failures import (
-    REQUEST_INVALID,
-    Evidence,
-    Gate,
-    gate,
-    parse_request,
-    record,
-    requested,
 )
 from lws_operator.plan.lws.groups import Group, made_by_groups
 from lws_operator.plan.lws.history import (
     History,
     HistoryWrite,
     Limits,
-    not_owned,
     parse_history,
-    plan_write,
 )
 from lws_operator.plan.lws.leader import LeaderStep, foreign_leader, plan_leader
-from lws_operator.plan.lws.nodehealth import NodeProblem, node_problems
 from lws_operator.plan.lws.restart import Recreate, plan_recreations, stuck_pods, undecided
 from lws_operator.plan.lws.rollout import RolloutPlan, plan_rollout, rollout_input
 from lws_operator.plan.lws.services import (
@@ -603,96 +590,58 @@ class _Pass:
     async def _failures(
         self, groups: Sequence[Group], size: int, planned: tuple[Recreate, ...]
     ) -> set[int]:
-        """Report node problems, pass the planned recreations through the budget, backoff
-        and requests (plan/lws/failures.py), record each with its evidence, then recreate.
-        Returns the groups recreated."""
+        """Decide on the broken groups (plan/lws/recovery.py), read the log tails the decision
+        asks for, record the recreations in the history, then recreate. Returns the groups
+        recreated."""
         template = self.lws.spec.leader_worker_template
-        limits, now = self.r.history_limits, datetime.datetime.now(datetime.UTC)
+        limits = self.r.history_limits
         history = self._history()
-        problems = node_problems(groups, self.obs.nodes, self.obs.healthy_nodes)
-        for problem in problems:
-            await self._report_once(
-                ("node", problem.pod_uid, problem.node, problem.state), problem.event
-            )
-        request, invalid = parse_request(self.lws.annotations, history.handled_request)
-        if invalid is not None:
-            await self._report_once(
-                ("request", invalid), warning_event(REQUEST_INVALID, "Reconcile", invalid)
-            )
-        decided = gate(
-            planned=planned,
-            requests=requested(request, groups),
+        s = recovery.Situation(
             groups=groups,
-            history=history,
-            max_restarts=template.max_group_restarts,
             size=size,
+            planned=planned,
+            history=history,
+            nodes=self.obs.nodes,
+            healthy_nodes=self.obs.healthy_nodes,
+            annotations=self.lws.annotations,
+            max_restarts=template.max_group_restarts,
             backoff=self.r.backoff,
-            now=now,
+            limits=limits,
+            now=datetime.datetime.now(datetime.UTC),
         )
-        self.memory.lost_decided |= decided.kept
-        self._again(None if decided.retry is None else decided.retry + 0.05)
-        evidence, logs = await self._evidence(decided, problems, limits)
-        handled = request.value if request is not None else history.handled_request
+        a = recovery.ask(s)
+        for about, event in a.reports:
+            await self._report_once(about, event)
+        self.memory.lost_decided |= a.decided.kept
+        self._again(a.retry)
+        evidence, logs = recovery.with_logs(a, await self._read_logs(a.reads, limits))
 
-        def planned_write() -> tuple[HistoryWrite | None, History, tuple[Event, ...]]:
-            recorded = record(
-                history,
-                decided,
-                evidence=evidence,
-                logs=logs,
-                backoff=self.r.backoff,
-                group_count=len(groups),
-                now=now,
-            )
-            write, new = plan_write(
-                history,
-                recorded.groups,
-                logs=recorded.logs,
-                handled_request=handled,
-                lws_name=self.name,
-                namespace=self.ns,
-                lws_uid=self.uid,
-                limits=limits,
-            )
-            return write, new, recorded.events
+        def record() -> recovery.Recording:
+            where = {"lws_name": self.name, "namespace": self.ns, "lws_uid": self.uid}
+            return recovery.record(s, a, evidence, logs, **where)
 
-        d = decided
-        if d.recreate or d.redo or d.exhausted or d.waiting or d.recovered or d.ready:
-            write, new, recorded_events = planned_write()
+        if recovery.decides_nothing(a.decided):
+            key = ("history write", self.uid, *recovery.record_key(s, a))
+            recording = self.memory.results.get(key, record)
         else:
-            # Nothing decided: the write follows from the history alone (bounding it encodes
-            # every record: each pass would, at rest).
-            key = ("history write", self.uid, history.resource_version, history.exists)
-            write, new, recorded_events = self.memory.results.get(
-                (*key, len(groups), handled, limits), planned_write
-            )
-        if not history.owned:
-            await self._report_once(("history", history.name), not_owned(history.name))
-        elif write is not None:
-            new = await self._write_history(history, write, new)
+            recording = record()
+        new = recording.history
+        if (report := recovery.history_report(history)) is not None:
+            await self._report_once(*report)
+        elif recording.write is not None:
+            new = await self._write_history(history, recording.write, new)
         self.failed = new.failed_groups
-        for event in (*decided.events, *recorded_events):
+        for event in (*a.decided.events, *recording.events):
             await self._post(event)
-        plans = (*decided.redo, *(p for p, _, _ in decided.recreate))
+        plans = recovery.to_recreate(a)
         for plan in plans:
             await self._recreate(plan)
         return {p.index for p in plans}
 
-    async def _evidence(
-        self, decided: Gate, problems: list[NodeProblem], limits: Limits
-    ) -> tuple[dict[int, Evidence], dict[tuple[int, int], str]]:
-        """What failed in each group about to be recreated, with its log tails read now."""
-        evidence: dict[int, Evidence] = {}
-        reads: list[tuple[int, LogRequest]] = []
-        for plan, trigger, _ in decided.recreate:
-            nodes = tuple(p.text for p in problems if p.group == plan.index)
-            if trigger == "requested":
-                evidence[plan.index] = Evidence(nodes=nodes)
-                continue
-            unreachable = {p.pod: f"node {p.node} is {p.state}" for p in problems}
-            failures, requests = collect(plan.members, plan.culprit, limits, unreachable)
-            evidence[plan.index] = Evidence(failures, nodes)
-            reads += [(plan.index, r) for r in requests]
+    async def _read_logs(
+        self, reads: Sequence[tuple[int, LogRequest]], limits: Limits
+    ) -> list[tuple[str | None, str]]:
+        """The log tails a recreation's evidence asks for, read together."""
         started = time.monotonic()
         results = await asyncio.gather(*(self._log_tail(r, limits) for _, r in reads))
         if (took := time.monotonic() - started) > 0.5:
@@ -703,15 +652,7 @@ class _Pass:
                 len(reads),
                 took,
             )
-        logs: dict[tuple[int, int], str] = {}
-        for (index, req), (text, error) in zip(reads, results, strict=True):
-            if text:
-                logs[(index, req.index)] = text
-                continue
-            kept = list(evidence[index].failures)
-            kept[req.index] = replace(kept[req.index], log_error=error)
-            evidence[index] = replace(evidence[index], failures=tuple(kept))
-        return evidence, logs
+        return list(results)
 
     async def _log_tail(self, req: LogRequest, limits: Limits) -> tuple[str | None, str]:
         """The container's log tail through the API (``pods/<name>/log``), or why not."""
