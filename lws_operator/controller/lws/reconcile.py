@@ -460,45 +460,27 @@ class _Pass:
         rollout: RolloutPlan,
         revision_changed: bool,
     ) -> disruption.DisruptionPlan:
-        """Advance the moves the eviction webhook recorded: the surge groups they need (added
-        to the rollout's replicas), the groups to release; the new state is written first."""
-        spec = self.lws.spec
-        cfg = spec.rollout_strategy.rolling_update_configuration
-        budget = disruption.budget(
-            self.lws.annotations, spec.replicas, cfg.max_unavailable, cfg.max_surge
-        )
-        if budget.error is not None:
-            await self._report_once(
-                ("budget", budget.error), disruption.invalid_budget(budget.error)
-            )
-        if not state.moves and not state.recent:
-            return disruption.DisruptionPlan(state, rollout)
-        plan = disruption.plan_disruption(
-            disruption.DisruptionInput(
-                lws_name=self.name,
-                replicas=spec.replicas,
-                partition=cfg.partition,
-                size=spec.leader_worker_template.size,
-                budget=budget,
-                state=state,
-                groups=self.obs.groups,
-                pods=self.obs.pods,
-                leader_sts=leader_sts,
-                revision_changed=revision_changed,
-                now=datetime.datetime.now(datetime.UTC),
-            ),
+        """Advance the moves the eviction webhook recorded (plan/lws/disruption.py); the new
+        state is written first."""
+        step = disruption.plan_moves(
+            self.lws,
+            leader_sts,
+            state,
             rollout,
+            groups=self.obs.groups,
+            pods=self.obs.pods,
+            revision_changed=revision_changed,
+            now=datetime.datetime.now(datetime.UTC),
         )
-        self._again(plan.retry)
-        if plan.state != state:
-            rv = str(leader_sts["metadata"].get("resourceVersion") or "")
-            # Refused (409) when someone wrote since (an eviction): retried with fresh state.
-            patch = disruption.state_patch(plan.state, rv)
-            await self._send(Write("patch", STS, self.name, body=patch))
-        for event in plan.events:
+        if step.report is not None:
+            await self._report_once(*step.report)
+        self._again(step.plan.retry)
+        if step.patch is not None:
+            await self._send(Write("patch", STS, self.name, body=step.patch))
+        for event in step.plan.events:
             log.info("%s/%s: %s", self.ns, self.name, event.note)
             await self._post(event)
-        return plan
+        return step.plan
 
     # ---- failures ----------------------------------------------------------------------------
     async def _recreate(self, plan: Recreate) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.intstr import scaled_value
+from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.plan.events import CREATE, DELETE, UPDATE, Event, normal, warning
 from lws_operator.plan.lws.groups import Group, Obj
 from lws_operator.plan.lws.rollout import RolloutInput, RolloutPlan
@@ -47,6 +48,7 @@ from lws_operator.plan.meta import (
     is_deleting,
     labels_of,
     name_of,
+    resource_version_of,
     statefulset_partition,
     uid_of,
 )
@@ -581,6 +583,58 @@ def plan_disruption(inp: DisruptionInput, rollout: RolloutPlan) -> DisruptionPla
 
 
 # ---- what people and the API server see ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MovesStep:
+    """One pass's advance of the moves: the plan, an invalid budget annotation to report (once
+    per error), and the leader StatefulSet's new state to write before anything else."""
+
+    plan: DisruptionPlan
+    report: tuple[tuple[str, ...], Event] | None = None
+    patch: dict[str, Any] | None = None
+
+
+def plan_moves(
+    lws: LeaderWorkerSet,
+    leader_sts: Obj | None,
+    state: DisruptionState,
+    rollout: RolloutPlan,
+    *,
+    groups: Sequence[Group],
+    pods: Mapping[str, Obj],
+    revision_changed: bool,
+    now: datetime.datetime,
+) -> MovesStep:
+    """Advance the moves the eviction webhook recorded: the surge groups they need (added to
+    the rollout's replicas) and the groups to release."""
+    spec = lws.spec
+    cfg = spec.rollout_strategy.rolling_update_configuration
+    b = budget(lws.annotations, spec.replicas, cfg.max_unavailable, cfg.max_surge)
+    report = None if b.error is None else (("budget", b.error), invalid_budget(b.error))
+    if not state.moves and not state.recent:
+        return MovesStep(DisruptionPlan(state, rollout), report)
+    plan = plan_disruption(
+        DisruptionInput(
+            lws_name=lws.name,
+            replicas=spec.replicas,
+            partition=cfg.partition,
+            size=spec.leader_worker_template.size,
+            budget=b,
+            state=state,
+            groups=groups,
+            pods=pods,
+            leader_sts=leader_sts,
+            revision_changed=revision_changed,
+            now=now,
+        ),
+        rollout,
+    )
+    patch = None
+    if plan.state != state and leader_sts is not None:
+        # Refused (409) when someone wrote since (an eviction): retried with fresh state.
+        patch = state_patch(plan.state, resource_version_of(leader_sts))
+    return MovesStep(plan, report, patch)
 
 
 def describe(state: DisruptionState, lws_name: str, now: datetime.datetime) -> list[str]:

@@ -459,3 +459,62 @@ def test_the_world_model_moves_a_group() -> None:
     assert world.state.moves == () and len(world.groups) == 2
     world.check()
     assert replace(world.state, recent=()) == d.DisruptionState()
+
+
+# ---- one pass's step -------------------------------------------------------------------------
+
+
+def _lws(annotations: dict[str, str] | None = None) -> Any:
+    from lws_operator.api.models import LeaderWorkerSet
+    from tests.unit.api.lws_testdata import base_object
+
+    body = base_object(LWS)
+    body["metadata"].update(namespace="ns", uid="u", annotations=annotations or {})
+    body["spec"]["replicas"] = 4
+    body["spec"]["leaderWorkerTemplate"]["size"] = 1
+    return LeaderWorkerSet.model_validate(body)
+
+
+def _sts(state: d.DisruptionState) -> dict[str, Any]:
+    sts = {"metadata": {"name": LWS, "resourceVersion": "9"}, "spec": {"replicas": 4}}
+    if state.moves or state.recent:
+        sts["metadata"]["annotations"] = d.state_patch(state, "9")["metadata"]["annotations"]
+    return sts
+
+
+ROLLOUT = RolloutPlan(partition=0, replicas=4, sts_max_unavailable=1)
+
+
+def moves(state: d.DisruptionState, annotations: dict[str, str] | None = None) -> d.MovesStep:
+    return d.plan_moves(
+        _lws(annotations),
+        _sts(state),
+        state,
+        ROLLOUT,
+        groups=groups(True, True, True, True),
+        pods={},
+        revision_changed=False,
+        now=NOW,
+    )
+
+
+def test_a_pass_without_moves_passes_the_rollout_through_and_writes_nothing() -> None:
+    state = d.DisruptionState()
+    assert moves(state) == d.MovesStep(d.DisruptionPlan(state, ROLLOUT))
+
+
+def test_a_pass_writes_the_new_state_first_at_the_version_it_read() -> None:
+    state = requested()
+    got = moves(state)
+    assert got.plan.state != state  # maxSurge 0: released at once, within the budget
+    assert got.plan.state.moves[0].phase == d.RELEASED
+    assert got.patch == d.state_patch(got.plan.state, "9")
+    assert got.report is None
+
+
+def test_an_invalid_budget_is_reported_by_its_error() -> None:
+    got = moves(d.DisruptionState(), {d.BUDGET_ANNOTATION: "lots"})
+    assert got.report is not None
+    about, event = got.report
+    assert about[0] == "budget" and event.reason == d.INVALID_BUDGET
+    assert d.BUDGET_ANNOTATION in event.note
