@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 from pydantic import ValidationError
@@ -51,7 +51,13 @@ from lws_operator.plan.lws.history import (
     parse_history,
 )
 from lws_operator.plan.lws.leader import LeaderStep, foreign_leader, plan_leader
-from lws_operator.plan.lws.restart import Recreate, plan_recreations, stuck_pods, undecided
+from lws_operator.plan.lws.restart import (
+    Recreate,
+    group_deletion,
+    plan_recreations,
+    stuck_pods,
+    undecided,
+)
 from lws_operator.plan.lws.rollout import RolloutPlan, plan_rollout, rollout_input
 from lws_operator.plan.lws.services import (
     missing_shared_service,
@@ -204,7 +210,7 @@ class Reconciler:
         obs = replace(obs, lost=lost)
         lws = memory.model[1]
         try:
-            return await _Pass(self, key, lws, obs, memory).run()
+            return await _Reconcile(self, key, lws, obs, memory).run()
         except ApiError as e:
             if e.status == 403 and "being terminated" in e.message:
                 return None  # its namespace is going away, and everything in it
@@ -230,8 +236,9 @@ class Reconciler:
         await self.events.post(body, warning_event("InvalidSpec", "Reconcile", note))
 
 
-class _Pass:
-    """The state of one reconcile pass."""
+class _Reconcile:
+    """One reconcile of one LWS: what it observed, and what it found on the way (when to
+    look again, the Failed groups, the revisions' specs looked up)."""
 
     def __init__(
         self, r: Reconciler, key: Key, lws: LeaderWorkerSet, obs: Observed, memory: Memory
@@ -246,7 +253,7 @@ class _Pass:
         self.failed: tuple[int, ...] = ()
         self.specs: dict[str, LeaderWorkerSetSpec | None] = {}
 
-    def _again(self, seconds: float | None) -> None:
+    def _look_again_in(self, seconds: float | None) -> None:
         if seconds is not None:
             self.retry = seconds if self.retry is None else min(self.retry, seconds)
 
@@ -391,7 +398,7 @@ class _Pass:
         inputs = worker_inputs(self.lws, self.obs.worker_input_events)
         for index in sorted(due.now_due(inputs, len(groups)) - recreated):
             plan = self._plan_workers(groups[index])
-            self._again(plan.retry)
+            self._look_again_in(plan.retry)
             if plan.acts:
                 await self._workers(plan)
             due.planned(index, plan)
@@ -437,7 +444,7 @@ class _Pass:
         # someone else's without our labels, which we must neither adopt nor delete.
         if is_foreign_workers(await self.kube.get_or_none(write_path(self.ns, create))):
             await self._post(foreign_workers(name))
-            self._again(FOREIGN_RETRY)
+            self._look_again_in(FOREIGN_RETRY)
 
     async def _pod_group(self, body: dict[str, Any]) -> bool:
         """Create the group's PodGroup before its workers (upstream's PodReconciler.Reconcile,
@@ -448,7 +455,7 @@ class _Pass:
             await self._send(Write("create", "PodGroup", name_of(body), body=body, api_version=api))
         except ApiError as e:
             await self._post(gang.creation_failed(name_of(body), api, e.status, e.message))
-            self._again(gang.CREATE_RETRY)
+            self._look_again_in(gang.CREATE_RETRY)
             return False
         return True
 
@@ -474,7 +481,7 @@ class _Pass:
         )
         if step.report is not None:
             await self._report_once(*step.report)
-        self._again(step.plan.retry)
+        self._look_again_in(step.plan.retry)
         if step.patch is not None:
             await self._send(Write("patch", STS, self.name, body=step.patch))
         for event in step.plan.events:
@@ -484,17 +491,7 @@ class _Pass:
 
     # ---- failures ----------------------------------------------------------------------------
     async def _recreate(self, plan: Recreate) -> None:
-        """Delete the whole group: the leader first (its StatefulSet makes a new one at once),
-        then together the worker StatefulSet (in the foreground: gone once its pods are, and
-        the new leader's follows without waiting for the garbage collector to find it) and the
-        worker pods (so they start terminating now). Upstream deletes the leader in the
-        foreground and waits for every dependent to be gone.
-
-        The leader's deletion is the commit point: if it fails nothing else is touched, so the
-        next pass still sees the failure and recreates the whole group (deleting workers first
-        and then failing on the leader would leave a half-recreated group with the failed pod's
-        evidence gone). Once it is deleted, everything else of the group is the garbage
-        collector's anyway: a failed deletion of the rest is only logged."""
+        """Delete the whole group (plan/lws/restart.group_deletion), then report it."""
         await self._delete_group(
             plan.index, plan.leader, plan.workers, plan.members, settle=plan.lost
         )
@@ -512,20 +509,11 @@ class _Pass:
         members: tuple[Any, ...],
         settle: frozenset[str] = frozenset(),
     ) -> None:
-        """Delete a group whole, the leader first (see :meth:`_recreate`)."""
-
-        def delete(kind: str, obj: Any, propagation: Literal["Background", "Foreground"]) -> Write:
-            return Write("delete", kind, name_of(obj), uid=uid_of(obj), propagation=propagation)
-
-        # The worker StatefulSet in the foreground: it stays (and makes no pod) until its pods
-        # are gone, as Kueue ungates at once a pod whose StatefulSet it cannot find.
-        rest = [delete(STS, workers, "Foreground")] if workers is not None else []
-        rest += [
-            delete("Pod", p, "Background")
-            for p in members
-            if p is not leader and not is_deleting(p)
-        ]
-        await self._send(delete("Pod", leader, "Background"))
+        """Delete a group whole: the leader first, the commit point; once it is deleted,
+        everything else of the group is the garbage collector's anyway, so a failed deletion
+        of the rest is only logged. ``settle``: the deleted worker pods thereby decided on."""
+        first, *rest = group_deletion(leader, workers, members)
+        await self._send(first)
         self.memory.lost_decided |= settle
         results = await asyncio.gather(*map(self._send, rest), return_exceptions=True)
         for write, result in zip(rest, results, strict=True):
@@ -595,7 +583,7 @@ class _Pass:
         for about, event in a.reports:
             await self._report_once(about, event)
         self.memory.lost_decided |= a.decided.kept
-        self._again(a.retry)
+        self._look_again_in(a.retry)
         evidence, logs = recovery.with_logs(a, await self._read_logs(a.reads, limits))
 
         def record() -> recovery.Recording:
@@ -680,7 +668,7 @@ class _Pass:
         for pod in stuck.release:
             release = Write("delete", "Pod", name_of(pod), uid=uid_of(pod), grace_seconds=0)
             await self._send(replace(release, event=stuck.event(pod)))
-        self._again(None if stuck.wait is None else stuck.wait + 1)
+        self._look_again_in(None if stuck.wait is None else stuck.wait + 1)
 
     # ---- status ------------------------------------------------------------------------------
     async def _status(self, leader_sts: Any, groups: Sequence[Group], key: str, size: int) -> bool:
@@ -709,7 +697,7 @@ class _Pass:
             now=now,
         )
         self.memory.pacing = write.pacing
-        self._again(write.wait)
+        self._look_again_in(write.wait)
         if write.patch is not None:
             # Refused (409) when computed from a stale LWS: the queue retries with fresh state.
             after = await self._send(Write("status", c.KIND, self.name, body=write.patch)) or {}

@@ -114,7 +114,10 @@ class Exhausted:
 
 
 @dataclass(frozen=True)
-class Gate:
+class FailureDecisions:
+    """What :func:`decide_failures` decided for the groups a failure or a request would
+    recreate: which to record and delete, which to wait for, which are Failed."""
+
     recreate: tuple[tuple[Recreate, str, float], ...] = ()
     """(plan, trigger, seconds waited) to record, then delete."""
     redo: tuple[Recreate, ...] = ()
@@ -153,7 +156,7 @@ def requested(request: Request | None, groups: Sequence[Group]) -> tuple[Recreat
     return tuple(out)
 
 
-def gate(
+def decide_failures(
     *,
     planned: Sequence[Recreate],
     requests: Sequence[Recreate],
@@ -163,7 +166,7 @@ def gate(
     size: int,
     backoff: bo.Backoff,
     now: datetime.datetime,
-) -> Gate:
+) -> FailureDecisions:
     """Decide, for every group a failure or a request would recreate (module docstring)."""
     recreate: list[tuple[Recreate, str, float]] = [(r, "requested", 0.0) for r in requests]
     redo, exhausted, waiting, recovered, ready, events = [], [], [], [], [], []
@@ -237,7 +240,7 @@ def gate(
                 if h.backoff_leader == leader_uid and h.last_at is not None:
                     waited = round((now - h.last_at).total_seconds(), 1)
                 recreate.append((plan, plan.why, waited))
-    return Gate(
+    return FailureDecisions(
         recreate=tuple(recreate),
         redo=tuple(redo),
         exhausted=tuple(exhausted),
@@ -265,7 +268,7 @@ class Recorded:
 
 def record(
     history: History,
-    decided: Gate,
+    decided: FailureDecisions,
     *,
     evidence: Mapping[int, Evidence],
     logs: Mapping[tuple[int, int], str],

@@ -21,7 +21,7 @@ from lws_operator.plan.events import warning as warning_event
 from lws_operator.plan.lws import failures
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.evidence import LogRequest, collect
-from lws_operator.plan.lws.failures import REQUEST_INVALID, Evidence, Gate
+from lws_operator.plan.lws.failures import REQUEST_INVALID, Evidence, FailureDecisions
 from lws_operator.plan.lws.groups import Group, Obj
 from lws_operator.plan.lws.history import History, HistoryWrite, Limits, not_owned, plan_write
 from lws_operator.plan.lws.nodehealth import NodeProblem, node_problems
@@ -53,7 +53,7 @@ class Situation:
 class Ask:
     """Phase one: decided before any log is read."""
 
-    decided: Gate
+    decided: FailureDecisions
     reports: tuple[Report, ...]
     evidence: Mapping[int, Evidence]
     """Per group to recreate, without its log tails."""
@@ -71,7 +71,7 @@ def ask(s: Situation) -> Ask:
     request, invalid = failures.parse_request(s.annotations, s.history.handled_request)
     if invalid is not None:
         reports.append((("request", invalid), warning_event(REQUEST_INVALID, "Reconcile", invalid)))
-    decided = failures.gate(
+    decided = failures.decide_failures(
         planned=s.planned,
         requests=failures.requested(request, s.groups),
         groups=s.groups,
@@ -94,7 +94,7 @@ def ask(s: Situation) -> Ask:
 
 
 def _evidence(
-    decided: Gate, problems: Sequence[NodeProblem], limits: Limits
+    decided: FailureDecisions, problems: Sequence[NodeProblem], limits: Limits
 ) -> tuple[dict[int, Evidence], tuple[tuple[int, LogRequest], ...]]:
     """What failed in each group about to be recreated, and the log tails to read for it (none
     for a requested recreation, none on a node whose kubelet cannot answer)."""
@@ -172,7 +172,7 @@ def record(
     return Recording(write, new, recorded.events)
 
 
-def decides_nothing(d: Gate) -> bool:
+def decides_nothing(d: FailureDecisions) -> bool:
     """Nothing recreated, waiting, exhausted, recovered or ready: the write then follows from
     the history alone (and bounding it encodes every record: each pass at rest would)."""
     return not (d.recreate or d.redo or d.exhausted or d.waiting or d.recovered or d.ready)

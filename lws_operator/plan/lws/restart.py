@@ -22,14 +22,23 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import RestartPolicy
 from lws_operator.plan.events import DELETE, RECREATE_GROUP, Event, normal, warning
 from lws_operator.plan.lws import names
 from lws_operator.plan.lws.groups import Group, Obj, failure, where
-from lws_operator.plan.meta import controller_of, deletion_timestamp_of, labels_of, name_of, uid_of
+from lws_operator.plan.meta import (
+    controller_of,
+    deletion_timestamp_of,
+    is_deleting,
+    labels_of,
+    name_of,
+    uid_of,
+)
 from lws_operator.plan.timestamps import parse_time
+from lws_operator.plan.writes import Write
 
 # A pod still terminating this long after its grace period ended, on a node that is not Ready,
 # has lost its kubelet: nothing will ever finish deleting it (upstream #508).
@@ -75,6 +84,25 @@ def undecided(lost: tuple[Lost, ...], decided: set[str]) -> tuple[tuple[Lost, ..
     shown = {r.uid for r in lost}
     kept = decided & shown
     return (tuple(r for r in lost if r.uid not in kept) if kept else lost), kept
+
+
+def group_deletion(leader: Obj, workers: Obj | None, members: Sequence[Obj]) -> tuple[Write, ...]:
+    """The deletion of a group whole, in order: its leader first, the commit point (its
+    StatefulSet makes a new one at once; if it fails nothing else is touched, so the next
+    pass still sees the failure), then together the worker StatefulSet, in the foreground
+    (it stays, and makes no pod, until its pods are gone: Kueue ungates at once a pod whose
+    StatefulSet it cannot find), and the worker pods not already going (so they start
+    terminating now). Each only the object seen (its uid). Upstream deletes the leader in
+    the foreground and waits for every dependent to be gone."""
+
+    def delete(kind: str, obj: Obj, propagation: Literal["Background", "Foreground"]) -> Write:
+        return Write("delete", kind, name_of(obj), uid=uid_of(obj), propagation=propagation)
+
+    rest = [delete("StatefulSet", workers, "Foreground")] if workers is not None else []
+    rest += [
+        delete("Pod", p, "Background") for p in members if p is not leader and not is_deleting(p)
+    ]
+    return (delete("Pod", leader, "Background"), *rest)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ async def test_each_lws_gets_the_warning_once() -> None:
         body = base_object(name)
         body["metadata"].update(namespace="ns", uid=f"u-{name}", generation=1)
         lws = LeaderWorkerSet.model_validate(body)
-        one = reconcile._Pass(r, ("ns", name), lws, Observed(lws=body), memories[name])
+        one = reconcile._Reconcile(r, ("ns", name), lws, Observed(lws=body), memories[name])
         with pytest.raises(_Stop):
             await one.run()
     assert posted == [("a", warning), ("b", warning)]

@@ -95,7 +95,9 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
         sts_labels: dict[str, str] | None = None,
     ) -> object:
         meta = {**body["metadata"], "resourceVersion": rv, "generation": generation}
-        p = reconcile._Pass(r, ("ns", "demo"), lws, Observed({**body, "metadata": meta}), memory)
+        p = reconcile._Reconcile(
+            r, ("ns", "demo"), lws, Observed({**body, "metadata": meta}), memory
+        )
         sts = {
             "metadata": {
                 "uid": "s",
@@ -176,7 +178,7 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
         )
         memory.workers.take(obs.observed_at)
         planned.clear()
-        await reconcile._Pass(r, ("ns", "demo"), lws, obs, memory)._all_workers(
+        await reconcile._Reconcile(r, ("ns", "demo"), lws, obs, memory)._all_workers(
             groups, set(recreated)
         )
         return list(planned)

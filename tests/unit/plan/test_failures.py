@@ -14,8 +14,8 @@ from lws_operator.api import constants as c
 from lws_operator.plan.lws import backoff as bo
 from lws_operator.plan.lws.failures import (
     Evidence,
-    Gate,
-    gate,
+    FailureDecisions,
+    decide_failures,
     parse_request,
     record,
     requested,
@@ -88,8 +88,8 @@ def decide(
     *,
     max_restarts: int | None = None,
     now: datetime.datetime = NOW,
-) -> Gate:
-    return gate(
+) -> FailureDecisions:
+    return decide_failures(
         planned=[plan] if plan else [],
         requests=[],
         groups=[group],
@@ -240,7 +240,7 @@ def test_a_request_recreates_at_once_and_starts_afresh() -> None:
     request, error = parse_request({c.RECREATE_GROUPS_ANNOTATION: "0,7@123"}, None)
     assert error is None and request is not None and request.groups == (0, 7)
     asked = requested(request, [group])  # group 7 does not exist: left out
-    decided = gate(
+    decided = decide_failures(
         planned=[],
         requests=asked,
         groups=[group],
@@ -307,5 +307,7 @@ def test_a_record_holds_the_evidence_and_its_log_tails() -> None:
 
 def test_histories_of_groups_scaled_away_are_dropped() -> None:
     h = history(g0=GroupHistory(restarts=1), g5=GroupHistory(restarts=2))
-    recorded = record(h, Gate(), evidence={}, logs={}, backoff=BACKOFF, group_count=3, now=NOW)
+    recorded = record(
+        h, FailureDecisions(), evidence={}, logs={}, backoff=BACKOFF, group_count=3, now=NOW
+    )
     assert set(recorded.groups) == {0}

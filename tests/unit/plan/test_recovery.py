@@ -12,7 +12,7 @@ from lws_operator.api import constants as c
 from lws_operator.plan.lws import recovery
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.evidence import log_unavailable
-from lws_operator.plan.lws.failures import REQUEST_INVALID, Gate
+from lws_operator.plan.lws.failures import REQUEST_INVALID, FailureDecisions
 from lws_operator.plan.lws.groups import Group
 from lws_operator.plan.lws.history import History, Limits
 from lws_operator.plan.lws.restart import Recreate
@@ -136,4 +136,4 @@ def test_the_memo_key_of_a_record_that_decides_nothing_follows_the_history() -> 
     a = recovery.ask(s)
     later = situation(history=History(HISTORY.name, exists=True, resource_version="2"))
     assert recovery.record_key(s, a) != recovery.record_key(later, recovery.ask(later))
-    assert recovery.decides_nothing(Gate())
+    assert recovery.decides_nothing(FailureDecisions())

@@ -323,3 +323,26 @@ def test_undecided_is_the_records_not_decided_and_remembers_only_shown_uids(
     left, kept = undecided(lost, decided)
     assert {r.uid for r in left} == shown - decided
     assert kept == decided & shown
+
+
+def test_a_group_is_deleted_leader_first_then_the_rest_each_by_its_uid() -> None:
+    from lws_operator.plan.lws.restart import group_deletion
+
+    def obj(name: str, deleting: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "uid": f"{name}-uid"}
+        if deleting:
+            meta["deletionTimestamp"] = NOW_S
+        return {"metadata": meta}
+
+    leader, sts = obj("lws-0"), obj("lws-0-sts")
+    members = (leader, obj("lws-0-1"), obj("lws-0-2", deleting=True), obj("lws-0-3"))
+    got = [
+        (w.verb, w.kind, w.name, w.uid, w.propagation) for w in group_deletion(leader, sts, members)
+    ]
+    assert got == [
+        ("delete", "Pod", "lws-0", "lws-0-uid", "Background"),
+        ("delete", "StatefulSet", "lws-0-sts", "lws-0-sts-uid", "Foreground"),
+        ("delete", "Pod", "lws-0-1", "lws-0-1-uid", "Background"),
+        ("delete", "Pod", "lws-0-3", "lws-0-3-uid", "Background"),
+    ]
+    assert [w.name for w in group_deletion(leader, None, (leader,))] == ["lws-0"]

@@ -25,7 +25,7 @@ def _reconciler(monkeypatch: pytest.MonkeyPatch, error: ApiError) -> reconcile.R
     async def run(self: Any) -> float | None:
         raise error
 
-    monkeypatch.setattr(reconcile._Pass, "run", run)
+    monkeypatch.setattr(reconcile._Reconcile, "run", run)
     return reconcile.Reconciler(kube=None, cache=cache, events=None)  # type: ignore[arg-type]
 
 

@@ -42,12 +42,12 @@ class _Events:
         self.reasons.append(event.reason)
 
 
-def _pass(kube: _Kube, events: _Events) -> reconcile._Pass:
+def _pass(kube: _Kube, events: _Events) -> reconcile._Reconcile:
     body = base_object("lws")
     body["metadata"].update(namespace="ns", uid="u1", generation=1)
     r = reconcile.Reconciler(kube=kube, cache=Cache(), events=events)  # type: ignore[arg-type]
     lws = LeaderWorkerSet.model_validate(body)
-    return reconcile._Pass(r, ("ns", "lws"), lws, Observed(lws=body), reconcile.Memory())
+    return reconcile._Reconcile(r, ("ns", "lws"), lws, Observed(lws=body), reconcile.Memory())
 
 
 PLAN = Recreate(
