@@ -542,7 +542,7 @@ def plan_disruption(inp: DisruptionInput, rollout: RolloutPlan) -> DisruptionPla
             )
             continue
         slots += slot
-        if group.ready(size) and not slot:
+        if group.ready(size):  # its surge group, if one stands in, is counted already
             available -= 1
         members = {name_of(p): uid_of(p) for p in group.members}
         note = f"Released group {move.group} of {lws} whole ({len(members)} pods): {reason}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lws_operator.api import constants as c
@@ -430,6 +430,14 @@ actions = st.lists(
     b=st.integers(0, 2),
     surge=st.integers(0, 2),
     script=actions,
+)
+# Found by this test: the surge group standing in for a released group, evicted while it
+# was starting, was released with it once Ready (both down with a budget of 0).
+@example(
+    replicas=1,
+    b=0,
+    surge=1,
+    script=[("evict", 0), ("reconcile", 0), ("evict", 1), ("ready", 1), ("reconcile", 0)],
 )
 def test_never_more_than_the_budget_down(
     replicas: int, b: int, surge: int, script: list[tuple[str, int]]
