@@ -116,3 +116,19 @@ def statefulset_partition(sts: Mapping[str, Any] | None) -> int:
     """``spec.updateStrategy.rollingUpdate.partition`` (0 when unset)."""
     strategy = ((sts or {}).get("spec") or {}).get("updateStrategy") or {}
     return int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+
+
+def spec_identity(obj: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """What a plan made from the object's spec and metadata depends on, without what its
+    status updates change: the resourceVersion, the status managers' managedFields (the
+    StatefulSet controller's readyReplicas, our own LWS status writes). The generation stands
+    for the spec."""
+    meta = meta_of(obj)
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("ownerReferences"),
+        [f for f in meta.get("managedFields") or [] if f.get("subresource") != "status"],
+    )

@@ -11,16 +11,17 @@ memory with thousands of pods; leader StatefulSets and revisions are kept whole.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.controller.runtime.informer import DELETED, Informer, Key
-from lws_operator.plan.lws.groups import Group, GroupTable, observe_group
+from lws_operator.plan.lws.groups import GroupTable, observe_group
 from lws_operator.plan.lws.history import MESSAGE_MAX, history_name
 from lws_operator.plan.lws.nodehealth import UNHEALTHY_TAINTS, node_state
+from lws_operator.plan.lws.observed import Observed
 from lws_operator.plan.lws.restart import Lost
 from lws_operator.plan.lws.workers import READS_BESIDES_GROUP
 from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
@@ -168,40 +169,6 @@ def node_key(_obj: Mapping[str, Any]) -> Key:
 
 
 _NONE: Mapping[str, dict[str, Any]] = MappingProxyType({})
-_NO_OBSERVATIONS: MappingProxyType[int, int] = MappingProxyType({})
-
-
-@dataclass
-class Observed:
-    """Everything the operator knows about one LeaderWorkerSet, by object name. The mappings
-    are live read-only views of the informers' stores (an event replaces an object's
-    projection, never changes it): planners read them by name, or in one synchronous pass,
-    and never change them."""
-
-    lws: dict[str, Any] | None
-    statefulsets: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    pods: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    services: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    revisions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    # Gang PodGroups (metadata only); watched only with a gang provider.
-    podgroups: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    nodes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    healthy_nodes: frozenset[str] = frozenset()
-    """The nodes known healthy (plan/lws/nodehealth.py); others are judged from ``nodes``."""
-    lost: tuple[Lost, ...] = field(default_factory=tuple)
-    """Worker pods seen deleted and not decided on yet (plan/lws/restart.py)."""
-    groups: Sequence[Group] = field(default_factory=list)
-    """The groups of the leader StatefulSet, by index (plan/lws/groups.py): the cache's table,
-    which it changes only when it observes the LWS again (one reconcile at a time)."""
-    observed_at: MappingProxyType[int, int] = field(default_factory=lambda: _NO_OBSERVATIONS)
-    """When each group was last observed anew, as an observation number that only grows,
-    oldest first (``plan/lws/groups.observed_since`` reads the newest without a scan)."""
-    worker_input_events: int = 0
-    """The count of events of its objects in ``WORKER_INPUT_STORES``: unchanged, so are they."""
-    terminating: tuple[dict[str, Any], ...] = ()
-    """The pods with a deletionTimestamp."""
-    history: dict[str, Any] | None = None
-    """Its history ConfigMap, projected (plan/lws/history.py), if it exists."""
 
 
 @dataclass

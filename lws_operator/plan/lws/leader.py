@@ -30,8 +30,9 @@ from lws_operator.plan.lws import claims
 from lws_operator.plan.lws import statefulsets as sts_plan
 from lws_operator.plan.lws.applied import apply_changes_nothing
 from lws_operator.plan.lws.groups import Obj
+from lws_operator.plan.lws.revision import RevisionChoice
 from lws_operator.plan.lws.rollout import RolloutPlan
-from lws_operator.plan.meta import is_controlled_by, statefulset_partition
+from lws_operator.plan.meta import is_controlled_by, spec_identity, statefulset_partition
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,14 @@ def foreign_leader(lws: LeaderWorkerSet, leader_sts: Obj | None) -> Event | None
         f"StatefulSet {lws.name} exists and is not owned by this LeaderWorkerSet; "
         "delete or rename it",
     )
+
+
+def leader_inputs(
+    lws: Obj, leader_sts: Obj | None, choice: RevisionChoice, rollout: RolloutPlan
+) -> tuple[Any, ...]:
+    """What :func:`plan_leader` reads, as its memo key: the LWS's and the leader StatefulSet's
+    spec and metadata (not their status), the revision chosen and the rollout step."""
+    return (spec_identity(lws), spec_identity(leader_sts), choice.key, choice.changed, rollout)
 
 
 def plan_leader(

@@ -9,10 +9,10 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.controller.lws import eviction
-from lws_operator.controller.lws.cache import Observed
 from lws_operator.kube.client import ApiError
 from lws_operator.plan.lws import disruption as d
 from lws_operator.plan.lws.groups import Group
+from lws_operator.plan.lws.observed import Observed
 from tests.unit.api.lws_testdata import base_object
 
 CONFIGS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"

@@ -3,6 +3,7 @@ the last status write, the validated model) is forgotten once the LWS is gone (i
 
 from __future__ import annotations
 
+import datetime
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -11,6 +12,8 @@ from lws_operator.controller.lws.reconcile import Memory, Reconciler
 from lws_operator.kube.client import Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.plan.events import Event
+
+NOW = datetime.datetime(2026, 12, 7, tzinfo=datetime.UTC)
 
 
 class _Events:
@@ -65,8 +68,10 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
     plans it again."""
 
     from lws_operator.api.models import LeaderWorkerSet
-    from lws_operator.controller.lws import reconcile
-    from lws_operator.controller.lws.cache import Observed
+    from lws_operator.plan.events import warning
+    from lws_operator.plan.lws import reconcile
+    from lws_operator.plan.lws.leader import LeaderStep
+    from lws_operator.plan.lws.observed import Observed
     from lws_operator.plan.lws.revision import RevisionChoice
     from lws_operator.plan.lws.rollout import RolloutPlan
     from tests.unit.api.lws_testdata import base_object
@@ -75,14 +80,13 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
 
     def plan_leader(lws: Any, **kw: Any) -> Any:
         planned.append((lws.metadata["resourceVersion"], kw["current"], kw["key"]))
-        return object()
+        return LeaderStep(None, warning("Failed", "Update", "x"))
 
     monkeypatch.setattr(reconcile, "plan_leader", plan_leader)
     body = base_object("demo")
     body["metadata"].update(namespace="ns", uid="u", resourceVersion="1", generation=1)
     lws = LeaderWorkerSet.model_validate(body)
     memory = Memory()
-    r = Reconciler(cast(Kube, None), Cache(), cast(EventRecorder, _Events()))
     status_manager = {"manager": "kube-controller-manager", "subresource": "status", "time": ""}
 
     def step(
@@ -95,9 +99,8 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
         sts_labels: dict[str, str] | None = None,
     ) -> object:
         meta = {**body["metadata"], "resourceVersion": rv, "generation": generation}
-        p = reconcile._Reconcile(
-            r, ("ns", "demo"), lws, Observed({**body, "metadata": meta}), memory
-        )
+        observed = Observed({**body, "metadata": meta})
+        p = reconcile._Planner(lws, observed, memory, reconcile.Settings(), NOW, 0.0)
         sts = {
             "metadata": {
                 "uid": "s",
@@ -111,7 +114,9 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
             },
             "status": {"readyReplicas": int(sts_rv)},
         }
-        return p._leader_step(sts, RevisionChoice(key, False), RolloutPlan(0, replicas, 1))
+        p._leader(sts, RevisionChoice(key, False), RolloutPlan(0, replicas, 1))
+        assert memory.leader is not None
+        return memory.leader[1]
 
     first = step("1", "10")
     assert step("1", "10") is first and len(planned) == 1
@@ -127,7 +132,7 @@ def test_the_leader_step_is_planned_again_only_when_what_it_is_planned_from_chan
     assert len(planned) == 6
 
 
-async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_changed(
+def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_changed(
     monkeypatch: Any,
 ) -> None:
     """A pass plans the workers of the groups observed anew and of those whose last plan was
@@ -135,9 +140,9 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
     its Services, revisions or PodGroups changed. A recreated group waits for its next
     observation."""
     from lws_operator.api.models import LeaderWorkerSet
-    from lws_operator.controller.lws import reconcile
-    from lws_operator.controller.lws.cache import Observed
+    from lws_operator.plan.lws import reconcile
     from lws_operator.plan.lws.groups import Group
+    from lws_operator.plan.lws.observed import Observed
     from lws_operator.plan.lws.workers import NOTHING, WorkerPlan
     from tests.unit.api.lws_testdata import base_object
 
@@ -152,12 +157,11 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
     body = base_object("demo")
     body["metadata"].update(namespace="ns", uid="u", resourceVersion="1", generation=1)
     memory = Memory()
-    r = Reconciler(cast(Kube, None), Cache(), cast(EventRecorder, _Events()))
 
     observations = iter(range(1, 1000))
     observed_at: dict[int, int] = {}
 
-    async def one_pass(
+    def one_pass(
         fresh: set[int],
         count: int = 6,
         shared: int = 0,
@@ -178,20 +182,23 @@ async def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_
         )
         memory.workers.take(obs.observed_at)
         planned.clear()
-        await reconcile._Reconcile(r, ("ns", "demo"), lws, obs, memory)._all_workers(
-            groups, set(recreated)
-        )
+        planner = reconcile._Planner(lws, obs, memory, reconcile.Settings(), NOW, 0.0)
+        planner._workers(set(recreated))
+        for step in planner.steps:  # as the reconciler takes them
+            if isinstance(step, reconcile.Decided):
+                for index in step.settled:
+                    memory.workers.planned(index, NOTHING)
         return list(planned)
 
-    assert await one_pass(set(range(6))) == [0, 1, 2, 3, 4, 5]  # first: every group
-    assert await one_pass(set()) == [3]  # only the one still waiting
-    assert await one_pass({1}) == [1, 3]  # a pod event of group 1
-    assert await one_pass({2}, recreated=frozenset({2})) == [3]  # recreated: next time
-    assert await one_pass(set()) == [2, 3]
-    assert await one_pass(set(), shared=1) == [0, 1, 2, 3, 4, 5]  # a Service changed
-    assert await one_pass(set(), shared=1, generation=2) == [0, 1, 2, 3, 4, 5]  # the spec
+    assert one_pass(set(range(6))) == [0, 1, 2, 3, 4, 5]  # first: every group
+    assert one_pass(set()) == [3]  # only the one still waiting
+    assert one_pass({1}) == [1, 3]  # a pod event of group 1
+    assert one_pass({2}, recreated=frozenset({2})) == [3]  # recreated: next time
+    assert one_pass(set()) == [2, 3]
+    assert one_pass(set(), shared=1) == [0, 1, 2, 3, 4, 5]  # a Service changed
+    assert one_pass(set(), shared=1, generation=2) == [0, 1, 2, 3, 4, 5]  # the spec
     waiting.clear()
-    assert await one_pass(set(), shared=1, generation=2) == [3]
-    assert await one_pass(set(), shared=1, generation=2) == []  # at rest: no group
-    assert await one_pass({5}, count=4, shared=1, generation=2) == []  # scaled down
-    assert await one_pass({4, 5}, count=6, shared=1, generation=2) == [4, 5]  # and up
+    assert one_pass(set(), shared=1, generation=2) == [3]
+    assert one_pass(set(), shared=1, generation=2) == []  # at rest: no group
+    assert one_pass({5}, count=4, shared=1, generation=2) == []  # scaled down
+    assert one_pass({4, 5}, count=6, shared=1, generation=2) == [4, 5]  # and up

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from lws_operator.controller.lws import reconcile
-from lws_operator.controller.lws.cache import Cache, Observed
+from lws_operator.controller.lws.cache import Cache
 from lws_operator.kube.client import ApiError
+from lws_operator.plan.lws.observed import Observed
 from tests.unit.api.lws_testdata import base_object
 
 
@@ -22,10 +23,10 @@ def _reconciler(monkeypatch: pytest.MonkeyPatch, error: ApiError) -> reconcile.R
     cache = Cache()
     monkeypatch.setattr(cache, "observe", lambda key: Observed(lws=body))
 
-    async def run(self: Any) -> float | None:
+    async def run(self: Any, steps: Any) -> float | None:
         raise error
 
-    monkeypatch.setattr(reconcile._Reconcile, "run", run)
+    monkeypatch.setattr(reconcile._Steps, "take", run)
     return reconcile.Reconciler(kube=None, cache=cache, events=None)  # type: ignore[arg-type]
 
 

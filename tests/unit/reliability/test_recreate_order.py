@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.controller.lws import reconcile
-from lws_operator.controller.lws.cache import Cache, Observed
+from lws_operator.controller.lws.cache import Cache
 from lws_operator.kube.client import ApiError
 from lws_operator.plan.events import Event
-from lws_operator.plan.lws.restart import Recreate
+from lws_operator.plan.lws.reconcile import DeleteGroup
+from lws_operator.plan.lws.restart import Recreate, group_deletion
 from tests.unit.api.lws_testdata import base_object
 
 
@@ -42,12 +42,14 @@ class _Events:
         self.reasons.append(event.reason)
 
 
-def _pass(kube: _Kube, events: _Events) -> reconcile._Reconcile:
+async def _recreate(kube: _Kube, events: _Events, recreate: Recreate) -> None:
+    """Take the step a pass plans for a recreation."""
     body = base_object("lws")
     body["metadata"].update(namespace="ns", uid="u1", generation=1)
     r = reconcile.Reconciler(kube=kube, cache=Cache(), events=events)  # type: ignore[arg-type]
-    lws = LeaderWorkerSet.model_validate(body)
-    return reconcile._Reconcile(r, ("ns", "lws"), lws, Observed(lws=body), reconcile.Memory())
+    steps = reconcile._Steps(r, ("ns", "lws"), body, reconcile.Memory())
+    writes = group_deletion(recreate.leader, recreate.workers, recreate.members)
+    await steps._take(DeleteGroup(recreate.index, writes, recreated=recreate))
 
 
 PLAN = Recreate(
@@ -63,12 +65,12 @@ PLAN = Recreate(
 async def test_nothing_else_is_deleted_when_the_leader_deletion_fails() -> None:
     kube, events = _Kube(refuse={"lws-1"}), _Events()
     with pytest.raises(ApiError):
-        await _pass(kube, events)._recreate(PLAN)
+        await _recreate(kube, events, PLAN)
     assert kube.deleted == [] and events.reasons == []
 
 
 async def test_the_leader_goes_first_and_the_rest_is_best_effort() -> None:
     kube, events = _Kube(refuse={"lws-1-2"}), _Events()
-    await _pass(kube, events)._recreate(PLAN)
+    await _recreate(kube, events, PLAN)
     assert kube.deleted[0] == "lws-1" and set(kube.deleted) == {"lws-1", "lws-1-sts", "lws-1-1"}
     assert events.reasons == ["RecreateGroup"]
