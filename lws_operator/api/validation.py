@@ -395,3 +395,11 @@ def _walk(value: Any, schema: Mapping[str, Any], path: str, out: list[FieldError
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for i, item in enumerate(value):
             _walk(item, schema["items"], f"{path}[{i}]", out)
+
+
+def first_error(error: ValidationError) -> str:
+    """The first problem pydantic found, as ``field.path: message``: what a reconcile that
+    cannot read an object says about it (its Warning event and log line)."""
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{where}: {first.get('msg')}"

@@ -4,6 +4,7 @@ where upstream has them (tools and runbooks match on them)."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Final
 
@@ -42,3 +43,27 @@ def normal(reason: str, action: str, note: str) -> Event:
 
 def warning(reason: str, action: str, note: str) -> Event:
     return Event(WARNING, reason, action, note)
+
+
+# Warnings remembered as reported, per object, at most this many (a plain bound).
+REPORTED_MAX = 4096
+
+
+class ReportedOnce:
+    """The Warnings already reported about one object, by what each is about: one report
+    each. A plain bound: past ``REPORTED_MAX`` it starts afresh (at worst one report again)."""
+
+    def __init__(self) -> None:
+        self._seen: set[Hashable] = set()
+
+    def first(self, about: Hashable) -> bool:
+        """Whether ``about`` is reported now (and remember it)."""
+        if len(self._seen) >= REPORTED_MAX:
+            self._seen.clear()
+        if about in self._seen:
+            return False
+        self._seen.add(about)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._seen)

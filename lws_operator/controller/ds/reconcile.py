@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_models import DisaggregatedSet
+from lws_operator.api.validation import first_error
 from lws_operator.controller.ds.cache import DsCache
 from lws_operator.controller.runtime.execute import Executor, write_path
 from lws_operator.controller.runtime.informer import Key
@@ -27,7 +28,7 @@ from lws_operator.plan.ds.reconcile import (
     failed_create,
     plan_disaggregated_set,
 )
-from lws_operator.plan.events import Event, warning
+from lws_operator.plan.events import Event, ReportedOnce, warning
 from lws_operator.plan.gojson import GoJsonError
 from lws_operator.plan.meta import is_controlled_by, is_deleting
 from lws_operator.plan.timestamps import format_time
@@ -47,7 +48,7 @@ class DsReconciler:
     ready_groups: Callable[[Key], int | None] = lambda key: None
     """The ready groups of a child LWS as the LeaderWorkerSet controller of this process sees
     them (None when it does not know the LWS)."""
-    reported: dict[Key, set[str]] = field(default_factory=dict)
+    reported: dict[Key, ReportedOnce] = field(default_factory=dict)
     """Per set, the problems already reported (one Warning each until they change)."""
 
     executor: Executor = field(init=False)
@@ -125,10 +126,8 @@ class DsReconciler:
 
     async def _report(self, key: Key, body: dict[str, Any], event: Event) -> None:
         """Post a Warning once per set and note (a stuck write is retried, not re-reported)."""
-        seen = self.reported.setdefault(key, set())
-        if event.note in seen:
+        if not self.reported.setdefault(key, ReportedOnce()).first(event.note):
             return
-        seen.add(event.note)
         meta = body.get("metadata") or {}
         log.warning("%s/%s: %s", meta.get("namespace"), meta.get("name"), event.note)
         await self.events.post(body, event)
@@ -143,7 +142,5 @@ def _refused(write: Write, message: str) -> Event:
 
 def _one_line(e: Exception) -> str:
     if isinstance(e, ValidationError):
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return f"{where}: {first.get('msg')}"
+        return first_error(e)
     return " ".join(str(e).split())

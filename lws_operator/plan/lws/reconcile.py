@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
-from lws_operator.plan.events import Event
+from lws_operator.plan.events import Event, ReportedOnce
 from lws_operator.plan.lws import disruption, gang, recovery
 from lws_operator.plan.lws import revision as rev
 from lws_operator.plan.lws.backoff import Backoff
@@ -95,7 +95,7 @@ class Memory:
     history: tuple[set[str], History] | None = None
     """The history ConfigMap as last written, and the resourceVersions it supersedes (the
     cache may still show one of them for a moment after the write)."""
-    reported: set[tuple[str, ...]] = field(default_factory=set)
+    reported: ReportedOnce = field(default_factory=ReportedOnce)
     """Warnings already reported, by what they are about (one each): node problems, invalid
     requests and budgets, claims a revision cannot apply, a history ConfigMap not ours."""
     leader: tuple[tuple[Any, ...], LeaderStep] | None = None

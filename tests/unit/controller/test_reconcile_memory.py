@@ -48,7 +48,8 @@ async def test_memory_of_an_lws_is_kept_while_it_exists_and_dropped_with_it() ->
     store: dict[tuple[str, str], list[dict[str, Any]]] = {("ns", "bad"): [invalid(1)]}
     cache.bind({"lws_objects": store})
     r = Reconciler(cast(Kube, None), cache, cast(EventRecorder, events))
-    r.memory[("ns", "other")] = Memory(reported={("claims", "k")})
+    r.memory[("ns", "other")] = Memory()
+    r.memory[("ns", "other")].reported.first(("claims", "k"))
     assert await r(("ns", "bad")) is None
     assert await r(("ns", "bad")) is None  # one Warning per generation
     assert [e.reason for e in events.posted] == ["InvalidSpec"]

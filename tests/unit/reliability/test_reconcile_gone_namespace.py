@@ -26,7 +26,7 @@ def _reconciler(monkeypatch: pytest.MonkeyPatch, error: ApiError) -> reconcile.R
     async def run(self: Any, steps: Any) -> float | None:
         raise error
 
-    monkeypatch.setattr(reconcile._Steps, "take", run)
+    monkeypatch.setattr(reconcile.Steps, "take", run)
     return reconcile.Reconciler(kube=None, cache=cache, events=None)  # type: ignore[arg-type]
 
 

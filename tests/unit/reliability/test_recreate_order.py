@@ -11,6 +11,7 @@ import pytest
 
 from lws_operator.controller.lws import reconcile
 from lws_operator.controller.lws.cache import Cache
+from lws_operator.controller.lws.steps import Steps
 from lws_operator.kube.client import ApiError
 from lws_operator.plan.events import Event
 from lws_operator.plan.lws.reconcile import DeleteGroup
@@ -47,7 +48,7 @@ async def _recreate(kube: _Kube, events: _Events, recreate: Recreate) -> None:
     body = base_object("lws")
     body["metadata"].update(namespace="ns", uid="u1", generation=1)
     r = reconcile.Reconciler(kube=kube, cache=Cache(), events=events)  # type: ignore[arg-type]
-    steps = reconcile._Steps(r, ("ns", "lws"), body, reconcile.Memory())
+    steps = Steps(r.executor, r.events, None, r.metrics, ("ns", "lws"), body, reconcile.Memory())
     writes = group_deletion(recreate.leader, recreate.workers, recreate.members)
     await steps._take(DeleteGroup(recreate.index, writes, recreated=recreate))
 
