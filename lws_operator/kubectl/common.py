@@ -166,3 +166,17 @@ async def nodes_of(
             if unreadable is not None:
                 unreadable.add(str(node_name))
     return nodes
+
+
+async def dry_run_update(
+    kube: Kube, path: str, ns: str, name: str, new: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The object as stored, and ``new`` as the API server would store it over that (defaulted
+    and validated exactly as on apply, nothing stored: a dry-run update)."""
+    current = await kube.get(path)
+    new.setdefault("metadata", {}).update(
+        name=name, namespace=ns, resourceVersion=current["metadata"]["resourceVersion"]
+    )
+    query: dict[str, str | int | bool] = {"dryRun": "All", "fieldManager": "kubectl"}
+    defaulted = await kube.request("PUT", path, body=new, query=query)
+    return current, defaulted

@@ -21,7 +21,7 @@ from lws_operator.api import ds_constants as c
 from lws_operator.api.ds_models import DisaggregatedSet
 from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kubectl.common import events_of, nodes_of, status_rows
+from lws_operator.kubectl.common import dry_run_update, events_of, nodes_of, status_rows
 from lws_operator.plan.ds import rollout
 from lws_operator.plan.ds.objects import Child, child_of, service_name
 from lws_operator.plan.ds.revision import compute_revision
@@ -188,12 +188,5 @@ async def cmd_status(kube: Kube, ns: str, name: str) -> str:
 
 
 async def cmd_plan(kube: Kube, ns: str, name: str, new: dict[str, Any]) -> str:
-    current = await kube.get(ds_path(ns, name))
-    new.setdefault("metadata", {}).update(
-        name=name, namespace=ns, resourceVersion=current["metadata"]["resourceVersion"]
-    )
-    # The API server defaults and validates it exactly as on apply (nothing stored).
-    defaulted = await kube.request(
-        "PUT", ds_path(ns, name), body=new, query={"dryRun": "All", "fieldManager": "kubectl"}
-    )
+    current, defaulted = await dry_run_update(kube, ds_path(ns, name), ns, name, new)
     return plan_text(current, defaulted, await _children(kube, ns, name))

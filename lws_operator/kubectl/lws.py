@@ -37,7 +37,7 @@ from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
-from lws_operator.kubectl.common import age, events_of, nodes_of, status_rows
+from lws_operator.kubectl.common import age, dry_run_update, events_of, nodes_of, status_rows
 from lws_operator.plan.lws import disruption
 from lws_operator.plan.lws import revision as rev
 from lws_operator.plan.lws.gang import min_resources
@@ -228,14 +228,7 @@ def moves_section(lws: dict[str, Any], sts: dict[str, Any] | None, now: datetime
 
 
 async def cmd_plan(kube: Kube, ns: str, name: str, new: dict[str, Any]) -> str:
-    current = await kube.get(lws_path(ns, name))
-    new.setdefault("metadata", {}).update(
-        name=name, namespace=ns, resourceVersion=current["metadata"]["resourceVersion"]
-    )
-    # The API server defaults and validates it exactly as it would on apply (nothing stored).
-    defaulted = await kube.request(
-        "PUT", lws_path(ns, name), body=new, query={"dryRun": "All", "fieldManager": "kubectl"}
-    )
+    current, defaulted = await dry_run_update(kube, lws_path(ns, name), ns, name, new)
     old_spec = LeaderWorkerSet.model_validate(current).spec
     new_spec = LeaderWorkerSet.model_validate(defaulted).spec
     sts = await kube.get_or_none(resource_path("apps/v1", "statefulsets", namespace=ns, name=name))
