@@ -30,7 +30,7 @@ from lws_operator.plan.ds.reconcile import (
 )
 from lws_operator.plan.events import Event, ReportedOnce, warning
 from lws_operator.plan.gojson import GoJsonError
-from lws_operator.plan.meta import is_controlled_by, is_deleting
+from lws_operator.plan.meta import is_controlled_by, is_deleting, name_of, namespace_of
 from lws_operator.plan.timestamps import format_time
 from lws_operator.plan.writes import Write
 
@@ -128,8 +128,7 @@ class DsReconciler:
         """Post a Warning once per set and note (a stuck write is retried, not re-reported)."""
         if not self.reported.setdefault(key, ReportedOnce()).first(event.note):
             return
-        meta = body.get("metadata") or {}
-        log.warning("%s/%s: %s", meta.get("namespace"), meta.get("name"), event.note)
+        log.warning("%s/%s: %s", namespace_of(body), name_of(body), event.note)
         await self.events.post(body, event)
 
 

@@ -24,7 +24,14 @@ from lws_operator.plan.lws.nodehealth import UNHEALTHY_TAINTS, node_state
 from lws_operator.plan.lws.observed import Observed
 from lws_operator.plan.lws.restart import Lost
 from lws_operator.plan.lws.workers import READS_BESIDES_GROUP
-from lws_operator.plan.meta import is_deleting, labels_of, name_of, statefulset_replicas, uid_of
+from lws_operator.plan.meta import (
+    is_deleting,
+    labels_of,
+    meta_of,
+    name_of,
+    statefulset_replicas,
+    uid_of,
+)
 
 # All nodes are kept under this one key.
 NODES: Key = ("", "")
@@ -101,13 +108,13 @@ def project_pod(body: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("initContainerStatuses", "containerStatuses"):
         if key in status:
             out_status[key] = _restart_counts(status[key])
-    return {"metadata": _meta(body.get("metadata") or {}), "spec": out_spec, "status": out_status}
+    return {"metadata": _meta(meta_of(body)), "spec": out_spec, "status": out_status}
 
 
 def project_statefulset(body: Mapping[str, Any]) -> dict[str, Any]:
     """Leader StatefulSets whole (what the lws field manager applied is compared with what it
     would apply); worker StatefulSets as identity, replicas and rollout status."""
-    meta = body.get("metadata") or {}
+    meta = meta_of(body)
     labels = meta.get("labels") or {}
     if meta.get("name") == labels.get(c.SET_NAME_LABEL):
         return dict(body)
@@ -122,21 +129,21 @@ def project_statefulset(body: Mapping[str, Any]) -> dict[str, Any]:
 def project_revision(body: Mapping[str, Any]) -> dict[str, Any] | None:
     """LWS revisions whole; the StatefulSet controller's own revisions (they carry the pod
     template's labels, ours included) are none of our business."""
-    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in meta_of(body).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") != c.KIND:
             return None
     return dict(body)
 
 
 def project_meta(body: Mapping[str, Any]) -> dict[str, Any]:
-    return {"metadata": _meta(body.get("metadata") or {})}
+    return {"metadata": _meta(meta_of(body))}
 
 
 def project_service(body: Mapping[str, Any]) -> dict[str, Any]:
     """Identity and owners, and whether it publishes not-ready addresses (KEP-820)."""
     spec = body.get("spec") or {}
     return {
-        "metadata": _meta(body.get("metadata") or {}),
+        "metadata": _meta(meta_of(body)),
         "spec": {"publishNotReadyAddresses": spec.get("publishNotReadyAddresses")},
     }
 
@@ -145,7 +152,7 @@ def project_node(body: Mapping[str, Any]) -> dict[str, Any]:
     """A node's name and labels (exclusive placement), its health: the unreachable, not-ready
     and out-of-service taints and the Ready condition (lost-node detection and node-health
     reports), and whether it is cordoned (evictions, plan/lws/disruption.py)."""
-    meta = body.get("metadata") or {}
+    meta = meta_of(body)
     spec = body.get("spec") or {}
     taints = [
         {"key": t.get("key"), "effect": t.get("effect")}

@@ -34,7 +34,13 @@ from lws_operator.plan.lws import reconcile as plan
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.history import Limits
 from lws_operator.plan.lws.restart import undecided
-from lws_operator.plan.meta import generation_of, is_deleting, resource_version_of
+from lws_operator.plan.meta import (
+    generation_of,
+    is_deleting,
+    name_of,
+    namespace_of,
+    resource_version_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +129,5 @@ class Reconciler:
             return
         memory.reported_invalid.add(generation)
         note = f"cannot reconcile: {first_error(error)}"
-        meta = body.get("metadata") or {}
-        log.warning("%s/%s %s", meta.get("namespace"), meta.get("name"), note)
+        log.warning("%s/%s %s", namespace_of(body), name_of(body), note)
         await self.events.post(body, warning_event("InvalidSpec", "Reconcile", note))
