@@ -81,6 +81,7 @@ from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.events import EventRecorder
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.events import Event
+from lws_operator.plan.keys import OwnerKey
 from lws_operator.plan.lws import gang
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.history import Limits, project_history
@@ -200,7 +201,7 @@ def registry(
     # kopf passes every handler argument by keyword; these read the few they need. All are
     # coroutines: kopf runs plain functions in a thread pool, a hop per watch event.
     async def lws_index(**kw: Any) -> dict[Key, Any]:
-        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+        return {OwnerKey(kw["namespace"], kw["name"]): dict(kw["body"])}
 
     kopf.index(c.GROUP, c.VERSION, c.PLURAL, id="lws_objects", registry=reg)(lws_index)
 
@@ -227,7 +228,7 @@ def _ds_handlers(reg: kopf.OperatorRegistry, ds: DsWiring) -> None:
     which the first call tells the cache."""
 
     async def sets(**kw: Any) -> dict[Key, Any]:
-        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+        return {OwnerKey(kw["namespace"], kw["name"]): dict(kw["body"])}
 
     async def on_set(**kw: Any) -> None:
         ds.cache.indexed.set()
@@ -238,7 +239,7 @@ def _ds_handlers(reg: kopf.OperatorRegistry, ds: DsWiring) -> None:
         return None if key is None else {key: dict(kw["body"])}
 
     async def scalers_by_name(**kw: Any) -> dict[Key, Any]:
-        return {(kw["namespace"], kw["name"]): dict(kw["body"])}
+        return {OwnerKey(kw["namespace"], kw["name"]): dict(kw["body"])}
 
     async def on_scaler(**kw: Any) -> None:
         ds.cache.indexed.set()

@@ -38,6 +38,7 @@ from lws_operator.api.models import LeaderWorkerSet
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.kubectl.common import age, dry_run_update, events_of, nodes_of, status_rows
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws import disruption
 from lws_operator.plan.lws import revision as rev
 from lws_operator.plan.lws.gang import min_resources
@@ -235,7 +236,7 @@ async def cmd_plan(kube: Kube, ns: str, name: str, new: dict[str, Any]) -> str:
     if sts is None:
         return f"{ns}/{name}: no leader StatefulSet yet; the operator creates all groups at once\n"
     size = old_spec.leader_worker_template.size
-    key = labels_of(sts).get(c.REVISION_KEY, "")
+    key = rev.revision_key_of(sts) or RevisionKey("")
     selector = f"{c.SET_NAME_LABEL}={name}"
     pods = await kube.list(resource_path("v1", "pods", namespace=ns), label_selector=selector)
     statefulsets = await kube.list(

@@ -12,6 +12,7 @@ from typing import Any
 
 from lws_operator.api import ds_constants as c
 from lws_operator.controller.runtime.informer import Informer, Key
+from lws_operator.plan.keys import OwnerKey
 from lws_operator.plan.meta import labels_of, meta_of, namespace_of
 
 # The kopf indexes (ids): the sets by (namespace, name); scalers by (namespace, set label)
@@ -26,7 +27,7 @@ SERVICES_STORE = "ds_services"
 def ds_key(obj: Mapping[str, Any]) -> Key | None:
     """(namespace, DisaggregatedSet name) from the ``disaggregatedset.x-k8s.io/name`` label."""
     owner = labels_of(obj).get(c.SET_NAME_LABEL)
-    return (namespace_of(obj), str(owner)) if owner else None
+    return OwnerKey(namespace_of(obj), str(owner)) if owner else None
 
 
 def _meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class DsCache:
         scalers = {str(s["metadata"]["name"]): s for s in self._index(SCALERS_INDEX, key)}
         for role in ((ds or {}).get("spec") or {}).get("roles") or []:
             name = f"{key[1]}-{role.get('name')}"
-            for scaler in self._index(SCALER_NAMES_INDEX, (key[0], name)):
+            for scaler in self._index(SCALER_NAMES_INDEX, OwnerKey(key[0], name)):
                 scalers.setdefault(name, scaler)
         return DsObserved(
             ds=ds,

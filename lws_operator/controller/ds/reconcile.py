@@ -30,6 +30,7 @@ from lws_operator.plan.ds.reconcile import (
 )
 from lws_operator.plan.events import Event, ReportedOnce, warning
 from lws_operator.plan.gojson import GoJsonError
+from lws_operator.plan.keys import OwnerKey
 from lws_operator.plan.meta import is_controlled_by, is_deleting, name_of, namespace_of
 from lws_operator.plan.timestamps import format_time
 from lws_operator.plan.writes import Write
@@ -97,7 +98,7 @@ class DsReconciler:
     def _ready(self, ns: str, children: Any) -> dict[str, int]:
         out = {}
         for name in children:
-            if (n := self.ready_groups((ns, name))) is not None:
+            if (n := self.ready_groups(OwnerKey(ns, name))) is not None:
                 out[name] = n
         return out
 
@@ -122,7 +123,7 @@ class DsReconciler:
             reason, note = SCALER_CONFLICT, note + "; not adopting"
         else:
             reason = FAILED_CREATE
-        await self._report((ds.namespace, ds.name), body, warning(reason, "Create", note))
+        await self._report(OwnerKey(ds.namespace, ds.name), body, warning(reason, "Create", note))
 
     async def _report(self, key: Key, body: dict[str, Any], event: Event) -> None:
         """Post a Warning once per set and note (a stuck write is retried, not re-reported)."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.controller.runtime.informer import DELETED, Informer, Key
+from lws_operator.plan.keys import OwnerKey
 from lws_operator.plan.lws.groups import GroupTable, observe_group
 from lws_operator.plan.lws.history import MESSAGE_MAX, history_name
 from lws_operator.plan.lws.nodehealth import UNHEALTHY_TAINTS, node_state
@@ -34,7 +35,7 @@ from lws_operator.plan.meta import (
 )
 
 # All nodes are kept under this one key.
-NODES: Key = ("", "")
+NODES = OwnerKey("", "")
 # The stores of what the groups' worker plans read besides their groups, as plan/lws/workers.py
 # declares it. Their events are counted (``Observed.worker_input_events``).
 WORKER_INPUT_STORES = frozenset(f"lws_{name}" for name in READS_BESIDES_GROUP)

@@ -33,6 +33,7 @@ from lws_operator.controller.lws.cache import Cache
 from lws_operator.controller.runtime.informer import Key
 from lws_operator.kube.client import ApiError, Kube
 from lws_operator.kube.paths import resource_path
+from lws_operator.plan.keys import OwnerKey
 from lws_operator.plan.lws import disruption as d
 from lws_operator.plan.meta import annotations_of, labels_of
 
@@ -83,7 +84,7 @@ def covered_of(config: dict[str, Any] | None) -> set[Key]:
     raw = annotations_of(config).get(COVERED_ANNOTATION)
     try:
         keys = json.loads(raw) if raw else []
-        return {(str(k).split("/", 1)[0], str(k).split("/", 1)[1]) for k in keys if "/" in k}
+        return {OwnerKey(*str(k).split("/", 1)) for k in keys if "/" in k}
     except (ValueError, TypeError):
         return set()
 
@@ -253,7 +254,7 @@ class EvictionReviewer:
             return d.EvictionAnswer(True, message="not a pod of a LeaderWorkerSet")
         if not self.cache.synced():
             return d.EvictionAnswer(False, 429, "the LWS operator is starting; retry")
-        key = (namespace, lws_name)
+        key = OwnerKey(namespace, lws_name)
         sts_path = resource_path("apps/v1", "statefulsets", namespace=namespace, name=lws_name)
         leader_sts: dict[str, Any] | None = None
         for _ in range(ATTEMPTS):

@@ -17,11 +17,12 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.kube.client import ApiError, Kube
+from lws_operator.plan.keys import OwnerKey
 from lws_operator.plan.meta import labels_of, meta_of, name_of, namespace_of, resource_version_of
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]  # (namespace, LWS name)
+Key = OwnerKey
 Projection = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 KeyOf = Callable[[Mapping[str, Any]], Key | None]
 # Called for every change of an object that projects: (event type, key, object or projection).
@@ -34,7 +35,7 @@ _MAX_BACKOFF = 30.0
 def lws_key(obj: Mapping[str, Any]) -> Key | None:
     """(namespace, LWS name) from the ``leaderworkerset.sigs.k8s.io/name`` label."""
     owner = labels_of(obj).get(c.SET_NAME_LABEL)
-    return (namespace_of(obj), str(owner)) if owner else None
+    return OwnerKey(namespace_of(obj), str(owner)) if owner else None
 
 
 class Informer:

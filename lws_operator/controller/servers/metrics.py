@@ -41,6 +41,7 @@ from lws_operator.controller.servers import certs
 from lws_operator.controller.servers.external_certs import CertFiles
 from lws_operator.controller.servers.metrics_auth import Review, ScrapeAuthorizer
 from lws_operator.kube.client import Kube
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws.groups import Group, tally
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class ReconcileMetrics(Protocol):
         namespace: str,
         name: str,
         groups: Sequence[Group],
-        key: str,
+        key: RevisionKey,
         size: int,
         desired: int,
         rollout_done: bool,
@@ -85,7 +86,7 @@ class NoMetrics:
         namespace: str,
         name: str,
         groups: Sequence[Group],
-        key: str,
+        key: RevisionKey,
         size: int,
         desired: int,
         rollout_done: bool,
@@ -96,7 +97,7 @@ class NoMetrics:
         pass
 
 
-def group_state(g: Group, key: str, size: int) -> str:
+def group_state(g: Group, key: RevisionKey, size: int) -> str:
     """One state per group: not yet on the current revision ``key`` is ``updating``; else
     ``ready`` when its leader and workers are ready; else ``not_ready``."""
     if not g.updated(size, key):
@@ -269,7 +270,7 @@ class Metrics:
         namespace: str,
         name: str,
         groups: Sequence[Group],
-        key: str,
+        key: RevisionKey,
         size: int,
         desired: int,
         rollout_done: bool,

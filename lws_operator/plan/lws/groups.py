@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any, overload
 
 from lws_operator.api import constants as c
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws import names
 from lws_operator.plan.meta import (
     controller_of,
@@ -107,7 +108,7 @@ class Group:
     def ready(self, size: int) -> bool:
         return self.leader_ready and (size == 1 or self.workers_ready)
 
-    def updated(self, size: int, key: str) -> bool:
+    def updated(self, size: int, key: RevisionKey) -> bool:
         return self.leader_revision == key and (size == 1 or self.workers_revision == key)
 
 

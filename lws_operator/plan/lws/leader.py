@@ -26,6 +26,7 @@ from lws_operator.plan.events import (
     normal,
     warning,
 )
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws import claims
 from lws_operator.plan.lws import statefulsets as sts_plan
 from lws_operator.plan.lws.applied import apply_changes_nothing
@@ -72,7 +73,7 @@ def plan_leader(
     lws: LeaderWorkerSet,
     *,
     current: Obj | None,
-    key: str,
+    key: RevisionKey,
     rollout: RolloutPlan,
     revision_changed: bool,
 ) -> LeaderStep:

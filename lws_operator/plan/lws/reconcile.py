@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
 from lws_operator.plan.events import Event, ReportedOnce
+from lws_operator.plan.keys import MemoKey, RevisionKey
 from lws_operator.plan.lws import disruption, gang, recovery
 from lws_operator.plan.lws import revision as rev
 from lws_operator.plan.lws.backoff import Backoff
@@ -70,9 +71,9 @@ class Memo:
     would dominate a pass."""
 
     def __init__(self) -> None:
-        self._values: dict[tuple[Any, ...], Any] = {}
+        self._values: dict[MemoKey, Any] = {}
 
-    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    def get(self, key: MemoKey, compute: Callable[[], T]) -> T:
         if key in self._values:
             value: T = self._values[key]
             return value
@@ -208,7 +209,7 @@ class GroupsObserved:
     """The metrics of the groups as this pass counted them."""
 
     groups: Sequence[Group]
-    key: str
+    key: RevisionKey
     size: int
     replicas: int
     update_done: bool
@@ -258,14 +259,14 @@ def _revision_version(revision: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _matches(memory: Memory, lws: LeaderWorkerSet, revision: Mapping[str, Any]) -> bool:
-    key = ("matches", *_revision_version(revision), *_spec_version(lws))
+    key = MemoKey(("matches", *_revision_version(revision), *_spec_version(lws)))
     return memory.results.get(key, lambda: rev.matches(dict(revision), lws.spec))
 
 
 def _spec_at(
     memory: Memory, lws: LeaderWorkerSet, revision: Mapping[str, Any]
 ) -> LeaderWorkerSetSpec:
-    key = ("spec", *_revision_version(revision), *_spec_version(lws))
+    key = MemoKey(("spec", *_revision_version(revision), *_spec_version(lws)))
     return memory.results.get(key, lambda: rev.spec_at_revision(lws.spec, dict(revision)))
 
 
@@ -275,7 +276,7 @@ def _history(memory: Memory, lws: LeaderWorkerSet, projected: Mapping[str, Any] 
     uid = str(lws.metadata.get("uid", ""))
     rv = resource_version_of(projected)
     current = memory.results.get(
-        ("history", uid, rv),
+        MemoKey(("history", uid, rv)),
         lambda: parse_history(projected, lws_name=lws.name, lws_uid=uid),
     )
     if memory.history is not None:
@@ -486,7 +487,7 @@ class _Planner:
             return recovery.record(s, a, evidence, tails, **where)
 
         if recovery.decides_nothing(a.decided):
-            key = ("history write", self.uid, *recovery.record_key(s, a))
+            key = MemoKey(("history write", self.uid, *recovery.record_key(s, a)))
             recording = self.memory.results.get(key, record)
         else:
             recording = record()
@@ -550,7 +551,7 @@ class _Planner:
             self.add(Send(replace(release, event=stuck.event(pod))))
         self.look_again_in(None if stuck.wait is None else stuck.wait + 1)
 
-    def _status(self, leader_sts: Any, key: str, failed: tuple[int, ...]) -> bool:
+    def _status(self, leader_sts: Any, key: RevisionKey, failed: tuple[int, ...]) -> bool:
         """The status step; True once the update is done (old revisions may go)."""
         spec, body = self.lws.spec, self.obs.lws or {}
         observed = body.get("status") or {}

@@ -30,6 +30,7 @@ from lws_operator.api.models import (
     NetworkConfig,
 )
 from lws_operator.plan.events import CREATE, CREATING_REVISION, Event, normal
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.meta import controller_ref, is_controlled_by, labels_of, meta_of, name_of
 
 Obj = Mapping[str, Any]
@@ -83,8 +84,14 @@ def safe_encode(s: str) -> str:
     return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in s)
 
 
-def revision_key(spec: LeaderWorkerSetSpec) -> str:
-    return safe_encode(str(fnv1_32(content_bytes(revision_content(spec)))))
+def revision_key(spec: LeaderWorkerSetSpec) -> RevisionKey:
+    return RevisionKey(safe_encode(str(fnv1_32(content_bytes(revision_content(spec))))))
+
+
+def revision_key_of(obj: Obj | None) -> RevisionKey | None:
+    """The revision an object was made from (its template-revision-hash label), if any."""
+    key = labels_of(obj).get(c.REVISION_KEY)
+    return None if key is None else RevisionKey(key)
 
 
 def revision_name(lws_name: str, key: str, number: int) -> str:
@@ -148,7 +155,7 @@ def controller_revision(
     lws_name: str,
     namespace: str,
     lws_uid: str,
-    key: str,
+    key: RevisionKey,
     number: int,
     content: dict[str, Any],
 ) -> dict[str, Any]:
@@ -182,7 +189,7 @@ def revision_with_key(revisions: Mapping[str, Obj], key: str) -> Obj | None:
 
 @dataclass(frozen=True)
 class RevisionChoice:
-    key: str
+    key: RevisionKey
     """The revision the groups should run."""
     changed: bool
     """It differs from the leader StatefulSet's: a rollout starts ("lwsUpdated")."""
@@ -206,12 +213,12 @@ def choose_revision(
     ``matches`` tells whether a revision holds the current spec."""
     uid = str(lws.metadata.get("uid", ""))
     owned = own_revisions(revisions, uid)
-    by_key: dict[str, list[Obj]] = {}
+    by_key: dict[RevisionKey, list[Obj]] = {}
     for r in owned:
-        by_key.setdefault(labels_of(r).get(c.REVISION_KEY, ""), []).append(r)
+        by_key.setdefault(revision_key_of(r) or RevisionKey(""), []).append(r)
     number = 1 + max((int(r.get("revision") or 0) for r in owned), default=0)
 
-    def new(key: str, note: str) -> dict[str, Any]:
+    def new(key: RevisionKey, note: str) -> dict[str, Any]:
         return controller_revision(
             lws_name=lws.name,
             namespace=lws.namespace,
@@ -221,7 +228,7 @@ def choose_revision(
             content=revision_content(lws.spec),
         )
 
-    sts_key = labels_of(leader_sts).get(c.REVISION_KEY) if leader_sts is not None else None
+    sts_key = revision_key_of(leader_sts) if leader_sts is not None else None
     if sts_key is not None and sts_key in by_key:
         if any(matches(r) for r in by_key[sts_key]):
             return RevisionChoice(sts_key, changed=False)
@@ -240,7 +247,9 @@ def choose_revision(
     return RevisionChoice(key, sts_key is not None and key != sts_key, new(key, note), note)
 
 
-def revisions_to_delete(revisions: Mapping[str, Obj], *, key: str, lws_uid: str) -> list[str]:
+def revisions_to_delete(
+    revisions: Mapping[str, Obj], *, key: RevisionKey, lws_uid: str
+) -> list[str]:
     """Names of the LWS's revisions other than ``key``'s, once an update is complete (only
     those it controls: never a predecessor's unowned ones)."""
     return [

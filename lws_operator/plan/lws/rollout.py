@@ -21,6 +21,7 @@ from typing import Any, overload
 from lws_operator.api import constants as c
 from lws_operator.api.intstr import scaled_value
 from lws_operator.api.models import LeaderWorkerSetSpec
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws.groups import Group
 from lws_operator.plan.meta import annotations_of, statefulset_partition, statefulset_replicas
 
@@ -207,7 +208,7 @@ def rollout_input(
     spec: LeaderWorkerSetSpec,
     leader_sts: Mapping[str, Any] | None,
     groups: Sequence[Group],
-    key: str,
+    key: RevisionKey,
     revision_changed: bool,
 ) -> RolloutInput:
     """The arithmetic's input from what is observed: the spec, the leader StatefulSet and its
@@ -233,7 +234,7 @@ class _States(Sequence[State]):
     """(ready, updated) of each group, worked out when first read: a pass at rest (case 3 of
     ``_partition_and_replicas``) reads none, so a pod event costs no loop over the groups."""
 
-    def __init__(self, groups: Sequence[Group], size: int, key: str) -> None:
+    def __init__(self, groups: Sequence[Group], size: int, key: RevisionKey) -> None:
         self._groups, self._size, self._key = groups, size, key
 
     @cached_property

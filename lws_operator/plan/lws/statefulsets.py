@@ -14,6 +14,7 @@ from typing import Any
 
 from lws_operator.api import constants as c
 from lws_operator.api.models import LeaderWorkerSet, LeaderWorkerSetSpec, SubdomainPolicy
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws import names
 from lws_operator.plan.meta import controller_ref, meta_of
 
@@ -80,7 +81,7 @@ def _group_annotations(lws: LeaderWorkerSet, spec: LeaderWorkerSetSpec) -> dict[
 def leader_statefulset(
     lws: LeaderWorkerSet,
     *,
-    revision_key: str,
+    revision_key: RevisionKey,
     replicas: int,
     partition: int,
     max_unavailable: int,

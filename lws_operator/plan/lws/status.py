@@ -16,6 +16,7 @@ from typing import Any
 from lws_operator.api import constants as c
 from lws_operator.plan.diff import contains
 from lws_operator.plan.events import GROUPS_PROGRESSING, GROUPS_UPDATING, UPDATE, Event, normal
+from lws_operator.plan.keys import RevisionKey
 from lws_operator.plan.lws.groups import Counts, Group, group_at, tally
 
 REASON_ALL_GROUPS_READY = "AllGroupsReady"
@@ -75,7 +76,7 @@ def hpa_pod_selector(lws_name: str) -> str:
 def count_groups(
     groups: Sequence[Group],
     *,
-    key: str,
+    key: RevisionKey,
     replicas: int,
     partition: int,
     size: int,
@@ -181,7 +182,7 @@ def merge_conditions(
 def compute_status(
     *,
     groups: Sequence[Group],
-    key: str,
+    key: RevisionKey,
     replicas: int,
     partition: int,
     size: int,
