@@ -105,17 +105,31 @@ async def wait_for_objects(
     summary: Callable[[Objects], str] = default_summary,
 ) -> Objects:
     """Return the objects at collection ``path`` (keyed ``ns/name``) once ``done`` holds."""
+    async with contextlib.aclosing(
+        follow_objects(kube, path, label_selector=label_selector, field_selector=field_selector)
+    ) as updates:
+        return await wait_on(updates, done, timeout=timeout, what=what, summary=summary)
+
+
+async def wait_on(
+    updates: AsyncGenerator[Objects, None],
+    done: Callable[[Objects], bool],
+    *,
+    timeout: float,
+    what: str,
+    summary: Callable[[Objects], str] = default_summary,
+) -> Objects:
+    """Go on following ``updates`` (from :func:`follow_objects`) until ``done`` holds. A test
+    that takes the listing before it acts and then waits here sees every object its action
+    creates, however briefly it lives."""
     last: Objects = {}
 
     async def run() -> Objects:
         nonlocal last
-        async with contextlib.aclosing(
-            follow_objects(kube, path, label_selector=label_selector, field_selector=field_selector)
-        ) as updates:
-            async for objs in updates:
-                last = objs
-                if done(objs):
-                    return objs
+        async for objs in updates:
+            last = objs
+            if done(objs):
+                return objs
         raise AssertionError("follow_objects never ends")
 
     try:

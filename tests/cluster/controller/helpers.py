@@ -160,3 +160,27 @@ async def lws_revisions(kube: Kube, ns: str, name: str) -> dict[str, dict[str, A
         for k, r in (await list_of(kube, "apps/v1", "controllerrevisions", ns, name)).items()
         if all(ref.get("kind") == c.KIND for ref in r["metadata"].get("ownerReferences") or [])
     }
+
+
+async def statefulset_max_unavailable_served(kube: Kube, namespace: str) -> bool:
+    """Whether the API server keeps a StatefulSet's ``rollingUpdate.maxUnavailable`` (its
+    MaxUnavailableStatefulSet feature gate: off by default before Kubernetes 1.37, on from
+    1.37): the StatefulSet controller then replaces several leaders at once."""
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "max-unavailable-probe"},
+        "spec": {
+            "selector": {"matchLabels": {"probe": "max-unavailable"}},
+            "serviceName": "probe",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
+            "template": {
+                "metadata": {"labels": {"probe": "max-unavailable"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    }
+    stored = await kube.create(
+        resource_path("apps/v1", "statefulsets", namespace=namespace), body, dry_run=True
+    )
+    return "maxUnavailable" in stored["spec"]["updateStrategy"].get("rollingUpdate", {})

@@ -50,6 +50,7 @@ from tests.cluster.controller.helpers import (
     list_of,
     lws_body,
     lws_path,
+    statefulset_max_unavailable_served,
     wait_lws,
 )
 
@@ -563,30 +564,6 @@ async def test_scale_up_with_template_change(kube: Kube, lws_namespace: str) -> 
         await r.ready(0)
         await r.available(6)
         r.check([(4, 0), (6, 4), (6, 3), (6, 2), (6, 1), (6, 0)])
-
-
-async def statefulset_max_unavailable_served(kube: Kube, namespace: str) -> bool:
-    """Whether the API server keeps a StatefulSet's ``rollingUpdate.maxUnavailable`` (its
-    MaxUnavailableStatefulSet feature gate: off by default before Kubernetes 1.37, on from
-    1.37): the StatefulSet controller then replaces several leaders at once."""
-    body = {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "max-unavailable-probe"},
-        "spec": {
-            "selector": {"matchLabels": {"probe": "max-unavailable"}},
-            "serviceName": "probe",
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
-            "template": {
-                "metadata": {"labels": {"probe": "max-unavailable"}},
-                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
-            },
-        },
-    }
-    stored = await kube.create(
-        resource_path("apps/v1", "statefulsets", namespace=namespace), body, dry_run=True
-    )
-    return "maxUnavailable" in stored["spec"]["updateStrategy"].get("rollingUpdate", {})
 
 
 async def test_second_template_change_mid_rollout(kube: Kube, lws_namespace: str) -> None:
