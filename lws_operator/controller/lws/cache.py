@@ -11,6 +11,7 @@ memory with thousands of pods; leader StatefulSets and revisions are kept whole.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -187,13 +188,19 @@ class _Groups:
 
     leader_uid: str | None
     table: GroupTable = field(default_factory=GroupTable)
-    stale: set[int] = field(default_factory=set)
-    everything: bool = False
-    """Every group is to be observed again (an object without a group label changed)."""
+    stale: dict[int, float] = field(default_factory=dict)
+    """The groups to observe again, each with when (monotonic) the first event since its last
+    observation arrived."""
+    everything: float | None = None
+    """Since when every group is to be observed again (an object without a group label
+    changed)."""
     observed_at: dict[int, int] = field(default_factory=dict)
     """When each group was last observed anew (an observation number), oldest first: every
     reader (the reconciler, a DisaggregatedSet's rollout, the eviction webhook) observes, and
     each remembers the last number it planned from."""
+    changed_at: dict[int, float] = field(default_factory=dict)
+    """Per group, when (monotonic) the first event arrived that its latest observation
+    follows: what a recovery's reaction is timed from (controller/lws/steps.py)."""
 
 
 class Cache:
@@ -245,10 +252,11 @@ class Cache:
         memo = self._groups.get(key)
         if memo is None:
             return
+        now = time.monotonic()
         if index.isdigit():
-            memo.stale.add(int(index))
-        else:
-            memo.everything = True  # no group label (not through our webhook): observe all
+            memo.stale.setdefault(int(index), now)
+        elif memo.everything is None:
+            memo.everything = now  # no group label (not through our webhook): observe all
 
     def node_changed(self, kind: str, node: Mapping[str, Any]) -> list[Key]:
         """The LWSs with a pod on ``node``, when its health changed (plan/lws/nodehealth.py): a
@@ -285,10 +293,15 @@ class Cache:
         table, count = memo.table, statefulset_replicas(leader_sts)
         table.truncate(count)
         kept = range(len(table))
-        again = kept if memo.everything else sorted(i for i in memo.stale if i < len(table))
-        memo.stale.clear()
-        memo.everything = False
+        since = memo.everything
+        again = kept if since is not None else sorted(i for i in memo.stale if i < len(table))
         fresh = [*again, *range(len(table), count)]
+        now = time.monotonic()
+        first = now if since is None else since
+        for i in fresh:
+            memo.changed_at[i] = min(memo.stale.get(i, first), first)
+        memo.stale.clear()
+        memo.everything = None
         for index in fresh:
             table.put(
                 observe_group(
@@ -302,6 +315,7 @@ class Cache:
         observed_at = memo.observed_at
         for index in [i for i in observed_at if i >= count] if len(observed_at) > count else ():
             del observed_at[index]
+            memo.changed_at.pop(index, None)
         for index in fresh:  # to the end: the newest observation last
             observed_at.pop(index, None)
             observed_at[index] = next(self._observations)
@@ -363,6 +377,7 @@ class Cache:
         statefulsets = self._get("lws_statefulsets", key)
         pods = self._get("lws_pods", key)
         groups, observed_at = self._observe_groups(key, statefulsets, pods)
+        changed_at = MappingProxyType(self._groups[key].changed_at)
         return Observed(
             lws=lws,
             statefulsets=statefulsets,
@@ -375,6 +390,7 @@ class Cache:
             lost=tuple(self._lost.get(key, {}).values()),
             groups=groups,
             observed_at=observed_at,
+            changed_at=changed_at,
             worker_input_events=self._worker_input_events.get(key, 0),
             terminating=tuple(
                 pods[name] for name in self._terminating.get(key, ()) if name in pods

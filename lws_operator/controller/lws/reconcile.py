@@ -96,7 +96,8 @@ class Reconciler:
             except ValidationError as e:
                 await self._report_invalid(body, e, memory)
                 return None
-        memory.workers.take(obs.observed_at)  # first: a pass cut short must not lose them
+        anew = memory.workers.take(obs.observed_at)  # first: a pass cut short loses none
+        events_at = {i: obs.changed_at[i] for i in anew if i in obs.changed_at}
         lost, memory.lost_decided = undecided(obs.lost, memory.lost_decided)
         obs = replace(obs, lost=lost)
         lws = memory.model[1]
@@ -108,7 +109,14 @@ class Reconciler:
                 lws, obs, memory, self.settings, broken, logs, now=now, clock=time.monotonic()
             )
             taker = Steps(
-                self.executor, self.events, self.coverage, self.metrics, key, body, memory
+                self.executor,
+                self.events,
+                self.coverage,
+                self.metrics,
+                key,
+                body,
+                memory,
+                events_at,
             )
             return await taker.take(steps)
         except ApiError as e:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,6 +48,10 @@ class Steps:
     key: Key
     body: dict[str, Any]
     memory: Memory
+    events_at: Mapping[int, float]
+    """The groups observed anew since the pass before, each with when the event arrived that
+    its observation follows (plan/lws/observed.py): a recreation of one of them reports its
+    reaction time; one decided later (after a backoff, on a request) has none."""
     retry: float | None = None
 
     @property
@@ -139,15 +145,21 @@ class Steps:
             elif isinstance(result, BaseException):
                 raise result
         if (done := step.recreated) is not None:
+            since = self.events_at.get(done.index)
+            reaction = None if since is None else time.monotonic() - since
+            timing = "not on an event"
+            if reaction is not None:
+                timing = f"{reaction * 1000:.0f} ms after the event"
             log.info(
-                "%s/%s: %s (%s)",
+                "%s/%s: %s (%s; %s)",
                 self.ns,
                 self.name,
                 done.note,
                 done.why,
+                timing,
                 extra={"group": done.index},
             )
-            self.metrics.group_recreated(self.ns, self.name, done.why)
+            self.metrics.group_recreated(self.ns, self.name, done.why, reaction)
             await self._post(done.event)
 
     async def _workers(self, workers: WorkerPlan) -> None:

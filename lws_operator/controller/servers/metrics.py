@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 CONTROLLER = "leaderworkerset"
 # controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics).
+REACTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 RECONCILE_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
     *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15),
@@ -59,7 +60,9 @@ Key = tuple[str, str]
 
 
 class ReconcileMetrics(Protocol):
-    def group_recreated(self, namespace: str, name: str, reason: str) -> None: ...
+    def group_recreated(
+        self, namespace: str, name: str, reason: str, reaction: float | None
+    ) -> None: ...
 
     def groups_observed(
         self,
@@ -78,7 +81,9 @@ class ReconcileMetrics(Protocol):
 class NoMetrics:
     """Metrics that go nowhere (tests, tools)."""
 
-    def group_recreated(self, namespace: str, name: str, reason: str) -> None:
+    def group_recreated(
+        self, namespace: str, name: str, reason: str, reaction: float | None
+    ) -> None:
         pass
 
     def groups_observed(
@@ -191,6 +196,14 @@ class Metrics:
             ["namespace", "leaderworkerset", "reason"],
             registry=r,
         )
+        self.recreation_reaction = Histogram(
+            "lws_group_recreation_reaction_seconds",
+            "From the event that showed a pod's failure to the last write of its group's "
+            "recreation sent (the operator's own share of a recovery), by reason",
+            ["reason"],
+            buckets=REACTION_BUCKETS,
+            registry=r,
+        )
         self.rollout_desired = Gauge(
             "lws_rollout_desired_groups",
             "Groups a LeaderWorkerSet should have (spec.replicas)",
@@ -261,8 +274,14 @@ class Metrics:
         self.webhook_latency.labels(path).observe(seconds)
 
     # ---- ReconcileMetrics ---------------------------------------------------------------------
-    def group_recreated(self, namespace: str, name: str, reason: str) -> None:
+    def group_recreated(
+        self, namespace: str, name: str, reason: str, reaction: float | None
+    ) -> None:
+        """``reaction``: seconds from the event that showed the failure to the recreation's
+        last write sent (None when no event prompted it)."""
         self.recreations.labels(namespace, name, reason).inc()
+        if reaction is not None:
+            self.recreation_reaction.labels(reason).observe(reaction)
         self._recreation_labels.setdefault((namespace, name), set()).add(reason)
 
     def groups_observed(

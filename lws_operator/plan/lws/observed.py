@@ -12,6 +12,7 @@ from lws_operator.plan.lws.groups import Group
 from lws_operator.plan.lws.restart import Lost
 
 _NO_OBSERVATIONS: MappingProxyType[int, int] = MappingProxyType({})
+_NO_CHANGES: MappingProxyType[int, float] = MappingProxyType({})
 
 
 @dataclass
@@ -39,6 +40,9 @@ class Observed:
     observed_at: MappingProxyType[int, int] = field(default_factory=lambda: _NO_OBSERVATIONS)
     """When each group was last observed anew, as an observation number that only grows,
     oldest first (plan/lws/workers.WorkersDue reads the newest without a scan)."""
+    changed_at: Mapping[int, float] = field(default_factory=lambda: _NO_CHANGES)
+    """Per group, when (the controller's monotonic clock) the first event arrived that its
+    latest observation follows. The plan never reads it: it times a recovery's reaction."""
     worker_input_events: int = 0
     """The count of events of its objects in the stores of plan/lws/workers.py's
     ``READS_BESIDES_GROUP``: unchanged, so are they."""

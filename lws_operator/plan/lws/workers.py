@@ -146,17 +146,19 @@ class WorkersDue:
     taken: int = 0
     """The last group observation (its number) made due."""
 
-    def take(self, observed_at: MappingProxyType[int, int]) -> None:
+    def take(self, observed_at: MappingProxyType[int, int]) -> list[int]:
         """Make due the groups observed anew since the last take (``observed_at``: when each
-        group was last observed, oldest first, so only the new ones are read). First of a
-        pass: a pass cut short loses none."""
-        newest = self.taken
+        group was last observed, oldest first, so only the new ones are read), and return
+        them. First of a pass: a pass cut short loses none."""
+        newest, anew = self.taken, []
         for index in reversed(observed_at):
             if (at := observed_at[index]) <= self.taken:
                 break
-            self.due.add(index)
+            anew.append(index)
             newest = max(newest, at)
+        self.due.update(anew)
         self.taken = newest
+        return anew
 
     def now_due(self, inputs: tuple[Any, ...], count: int) -> set[int]:
         """The groups to plan this pass, of ``count``."""

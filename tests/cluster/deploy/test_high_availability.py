@@ -205,6 +205,11 @@ async def test_only_the_leader_reconciles_and_every_replica_serves_the_webhook(
     )
     (line,) = [r for r in a.log_records() if "recreate group 1" in r.get("msg", "")]
     assert line["leaderworkerset"] == f"{ns}/{name}" and line["group"] == 1, line
+    # Decided on the pod's event: its reaction time is logged and observed.
+    assert line["msg"].endswith(" ms after the event)"), line
+    assert await leader_saw(
+        lambda s: value(s, "lws_group_recreation_reaction_seconds_count", reason="deleted") == 1
+    )
     reconciling = [r for r in a.log_records() if r.get("logger", "").startswith("lws_operator")]
     assert reconciling and all(isinstance(r.get("ts"), str) for r in reconciling)
 

@@ -190,6 +190,7 @@ def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
     """The cache keeps the groups between observations: a pod event replaces its group only
     (its observation number grows); an object without a group label, a new leader StatefulSet or
     new replicas have the groups observed anew."""
+    import time
     from typing import Any, cast
 
     from lws_operator.controller.lws.cache import project_statefulset
@@ -261,10 +262,16 @@ def test_a_pod_event_has_its_own_group_observed_anew_and_no_other() -> None:
     assert list(first.observed_at) == [0, 1, 2], "oldest observation first"
     before = list(first.groups)
     assert observe().fresh == set(), "nothing changed: nothing observed"
+    event = time.monotonic()
+    pods.apply("MODIFIED", leader(1, "False"))
+    after_first = time.monotonic()
+    pods.apply("MODIFIED", leader(1, "True"))
     pods.apply("MODIFIED", leader(1, "False"))
     assert anew(cache.observe(key)) == {1}, "another reader observes it too"
     obs = observe()
     assert obs.fresh == {1}, "and the reconciler still sees it observed anew"
+    assert event <= obs.changed_at[1] <= after_first, "timed from the first event since"
+    assert obs.changed_at[0] < event, "the others keep the time of theirs"
     assert list(obs.observed_at) == [0, 2, 1], "the newest observation last"
     assert [g.leader_ready for g in obs.groups] == [True, False, True]
     assert obs.groups[0] is before[0] and obs.groups[2] is before[2]

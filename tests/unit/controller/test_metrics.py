@@ -87,8 +87,8 @@ def test_lws_series_and_forgetting_them() -> None:
     m = Metrics()
     groups = [group(0), group(1, ready=False), group(2, updated=False)]
     m.groups_observed("ns", "x", groups, CURRENT, 2, desired=3, rollout_done=False)
-    m.group_recreated("ns", "x", "deleted")
-    m.group_recreated("ns", "x", "deleted")
+    m.group_recreated("ns", "x", "deleted", 0.02)
+    m.group_recreated("ns", "x", "deleted", None)  # not on an event: no reaction observed
     s = samples(m)
     lws = (("leaderworkerset", "x"), ("namespace", "ns"))
     for state, n in (("ready", 1), ("not_ready", 1), ("updating", 1)):
@@ -97,6 +97,10 @@ def test_lws_series_and_forgetting_them() -> None:
     assert s[("lws_rollout_updated_groups", lws)] == 2
     assert s[("lws_rollout_in_progress", lws)] == 1
     assert s[("lws_group_recreations_total", (*lws, ("reason", "deleted")))] == 2
+    reaction = "lws_group_recreation_reaction_seconds"
+    assert s[(f"{reaction}_count", (("reason", "deleted"),))] == 1
+    assert s[(f"{reaction}_bucket", (("le", "0.025"), ("reason", "deleted")))] == 1
+    assert s[(f"{reaction}_bucket", (("le", "0.01"), ("reason", "deleted")))] == 0
     m.forget(("ns", "x"))
     assert not [k for k in samples(m) if ("leaderworkerset", "x") in k[1]]
 

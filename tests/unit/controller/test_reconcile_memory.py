@@ -181,7 +181,7 @@ def test_workers_are_planned_for_the_groups_observed_anew_unless_the_rest_change
             observed_at=MappingProxyType(observed_at),
             worker_input_events=shared,
         )
-        memory.workers.take(obs.observed_at)
+        assert sorted(memory.workers.take(obs.observed_at)) == sorted(fresh), "taken anew"
         planned.clear()
         planner = reconcile._Planner(lws, obs, memory, reconcile.Settings(), NOW, 0.0)
         planner._workers(set(recreated))

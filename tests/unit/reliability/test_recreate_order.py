@@ -48,7 +48,9 @@ async def _recreate(kube: _Kube, events: _Events, recreate: Recreate) -> None:
     body = base_object("lws")
     body["metadata"].update(namespace="ns", uid="u1", generation=1)
     r = reconcile.Reconciler(kube=kube, cache=Cache(), events=events)  # type: ignore[arg-type]
-    steps = Steps(r.executor, r.events, None, r.metrics, ("ns", "lws"), body, reconcile.Memory())
+    steps = Steps(
+        r.executor, r.events, None, r.metrics, ("ns", "lws"), body, reconcile.Memory(), {}
+    )
     writes = group_deletion(recreate.leader, recreate.workers, recreate.members)
     await steps._take(DeleteGroup(recreate.index, writes, recreated=recreate))
 
