@@ -99,7 +99,7 @@ test-versions: $(STAMP) ## Every cluster and e2e test make test runs, on every s
 .PHONY: test-all-on-version
 test-all-on-version: $(STAMP) cluster-bins-unless-external
 	@echo "=== Kubernetes $(LWS_KUBE_VERSION)"
-	$(PY) -m pytest tests/cluster -m "not reliability_full and not kueue_full" $(PYTEST_ARGS)
+	$(PY) -m pytest tests/cluster -m "not reliability_full and not kueue_full" -rs $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory e2e-unless-external
 
 ##@ Development
