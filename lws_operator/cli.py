@@ -99,7 +99,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if file is not None:
         config = dataclasses.replace(
-            config, backoff=file.backoff, history_limits=file.history_limits
+            config,
+            backoff=file.backoff,
+            history_limits=file.history_limits,
+            failed_group_grace=file.failed_group_grace,
         )
 
     async def main() -> None:

@@ -9,6 +9,7 @@ groupRecreation:            # every field optional; these are the defaults
   backoff: {initialSeconds: 10, maxSeconds: 300, resetAfterReadySeconds: 600}
   history: {recreationsPerGroup: 5, logTailLines: 50, logTailBytes: 4096,
             logTailsPerRecreation: 3, maxBytes: 524288, logTimeoutSeconds: 2}
+  failedGroupGraceSeconds: 1  # null: each pod's own terminationGracePeriodSeconds
 ```
 
 Unknown fields are errors, as upstream decodes its own file strictly; every error names the
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.history import Limits
+from lws_operator.plan.lws.restart import FAILED_GROUP_GRACE
 
 API_VERSION: Final = "config.lws-operator.x-k8s.io/v1alpha1"
 KIND: Final = "Configuration"
@@ -85,6 +87,11 @@ class HistoryConfig(_Strict):
 class GroupRecreation(_Strict):
     backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig())
     history: HistoryConfig = Field(default_factory=lambda: HistoryConfig())
+    failed_group_grace_seconds: int | None = Field(
+        default=FAILED_GROUP_GRACE, ge=1, alias="failedGroupGraceSeconds"
+    )
+    """Seconds the pods of a failed group get to stop when it is recreated (never more than
+    a pod's own); null: each pod's own terminationGracePeriodSeconds, as upstream."""
 
 
 class Configuration(_Strict):
@@ -111,6 +118,10 @@ class Configuration(_Strict):
             max_bytes=h.max_bytes,
             log_timeout=h.log_timeout_seconds,
         )
+
+    @property
+    def failed_group_grace(self) -> int | None:
+        return self.group_recreation.failed_group_grace_seconds
 
     @property
     def gang_provider(self) -> str | None:

@@ -50,6 +50,8 @@ RECREATE_GROUP_AFTER_START_ANNOTATION: Final = _PREFIX + "experimental-recreate-
 GROUP_RESTART_COUNT_ANNOTATION: Final = _PREFIX + "group-restart-count"
 # Ours: a request to recreate groups now, "<index>[,<index>...][@<token>]" (kubectl lws recreate).
 RECREATE_GROUPS_ANNOTATION: Final = "lws-operator.x-k8s.io/recreate-groups"
+# Seconds a failed group's pods are given to stop (plan/lws/restart.failed_group_grace).
+FAILED_GROUP_GRACE_ANNOTATION: Final = "lws-operator.x-k8s.io/failed-group-grace-seconds"
 
 # Set on every LWS pod when a gang-scheduling provider is configured (Volcano).
 POD_GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"

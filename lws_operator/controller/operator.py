@@ -86,6 +86,7 @@ from lws_operator.plan.lws import gang
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.history import Limits, project_history
 from lws_operator.plan.lws.pod_mutation import GANG_PROVIDER_KUBERNETES
+from lws_operator.plan.lws.restart import FAILED_GROUP_GRACE
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +111,11 @@ class OperatorConfig:
     webhook_service: str | None = None
     namespace: str = "lws-system"
     gang_provider: str | None = None
-    # Group recreation: backoff and history bounds (configuration file, groupRecreation).
+    # Group recreation: backoff, history bounds and the failed-group grace (configuration
+    # file, groupRecreation).
     backoff: Backoff = field(default_factory=Backoff)
     history_limits: Limits = field(default_factory=Limits)
+    failed_group_grace: int | None = FAILED_GROUP_GRACE
     # Serve tls.crt/tls.key from this directory (certificate and caBundle made by someone
     # else: OpenShift's service CA, cert-manager); then no Secret or webhook configuration
     # is written.
@@ -549,6 +552,7 @@ async def run(config: OperatorConfig, stop: asyncio.Event | None = None) -> None
         gang_unavailable=gangs.unavailable,
         backoff=config.backoff,
         history_limits=config.history_limits,
+        failed_group_grace=config.failed_group_grace,
         coverage=coverage,
     )
     queue = WorkQueue(metrics.instrument(reconciler), workers=config.workers)

@@ -4,6 +4,7 @@ time to stop."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ from lws_operator.kube.client import Kube
 from lws_operator.kube.paths import resource_path
 from lws_operator.plan.lws.groups import pod_ready
 from lws_testbed.realnode import node as realnode
-from lws_testbed.wait import Objects, wait_for_objects
+from lws_testbed.wait import Objects, follow_objects, wait_for_objects, wait_on
 from tests.cluster.controller.helpers import create_available, is_available, wait_lws, wait_pods
 from tests.e2e.conftest import E2E
 from tests.e2e.helpers import (
@@ -185,21 +186,14 @@ async def test_leader_ready_holds_the_workers_until_the_leader_answers(
     assert sts["metadata"]["creationTimestamp"] >= ready_at, (sts["metadata"], ready_at)
 
 
-async def test_graceful_termination_recovery_time(
-    kube: Kube, namespace: str, workload_image: str, e2e: E2E, record_property: Any
-) -> None:
-    """A container that takes 3 s to stop on SIGTERM: a worker's container killed from the
-    host, the group recreated; every old pod really took its 3 s (the StatefulSet waits for
-    each name to be free). The recovery time is recorded."""
-    ns, name, delay = namespace, "graceful", 3.0
-    body = probe_lws(
-        name, workload_image, replicas=1, size=3, args=(f"--term-delay={delay}s",), grace=15
-    )
-    await create_available(kube, ns, body)
-    before = await group_pods(kube, ns, name)
-    old = {p["metadata"]["uid"] for p in before.values()}
-    victim = before[f"{name}-0-2"]
-    cid = realnode.container_id(victim["status"]["containerStatuses"][0])
+async def kill_and_follow(
+    kube: Kube, e2e: E2E, ns: str, name: str, victim: dict[str, Any], old: set[str]
+) -> tuple[float, dict[str, int], dict[str, float], dict[str, float]]:
+    """Kill ``victim``'s container from the host and follow the group's pods (a watch listed
+    before the kill) until it is Ready again with all-new pods: the seconds that took, and for
+    each old pod the grace it was deleted with (the shortest seen), when it was first seen
+    deleting and when gone."""
+    graces: dict[str, int] = {}
     deleting: dict[str, float] = {}
     gone: dict[str, float] = {}
 
@@ -209,23 +203,93 @@ async def test_graceful_termination_recovery_time(
         for uid, p in live.items():
             if uid in old and p["metadata"].get("deletionTimestamp"):
                 deleting.setdefault(uid, now)
+                grace = p["metadata"].get("deletionGracePeriodSeconds")
+                graces[uid] = min(graces.get(uid, grace), grace)
         for uid in old - set(live):
             gone.setdefault(uid, now)
         fresh = [p for p in live.values() if p["metadata"]["uid"] not in old]
-        return len(fresh) == 3 and all(pod_ready(p) for p in fresh) and len(gone) == 3
+        return len(fresh) == len(old) and all(pod_ready(p) for p in fresh) and gone.keys() == old
 
-    t0 = time.monotonic()
-    realnode.kill_container(e2e.containerd_socket, cid)
-    await wait_pods(kube, ns, name, recovered, "the group recreated and Ready", timeout=TIMEOUT)
-    recovery = time.monotonic() - t0
-    record_property("recovery_seconds", round(recovery, 2))
-    print(
-        f"\ngroup of 3 with a {delay:.0f} s shutdown: Ready again with all-new pods "
-        f"{recovery:.1f} s after the kill"
+    selector = f"{c.SET_NAME_LABEL}={name}"
+    pods = resource_path("v1", "pods", namespace=ns)
+    cid = realnode.container_id(victim["status"]["containerStatuses"][0])
+    async with contextlib.aclosing(follow_objects(kube, pods, label_selector=selector)) as seen:
+        await anext(seen)
+        t0 = time.monotonic()
+        realnode.kill_container(e2e.containerd_socket, cid)
+        await wait_on(seen, recovered, timeout=TIMEOUT, what="the group recreated and Ready")
+    return (
+        time.monotonic() - t0,
+        graces,
+        {u: t - t0 for u, t in deleting.items()},
+        {u: t - t0 for u, t in gone.items()},
     )
+
+
+async def test_a_failed_group_is_torn_down_within_the_failed_group_grace(
+    kube: Kube, namespace: str, workload_image: str, e2e: E2E, record_property: Any
+) -> None:
+    """Pods that take 15 s to stop on SIGTERM (grace 30 s): a worker's container killed from
+    the host, every pod of its group is deleted with the failed-group grace (1 s, the
+    default), so the group is Ready again long before 15 s; then a rollout of the same group
+    deletes its pods with their own 30 s (docs/compatibility.md F11)."""
+    ns, name, delay = namespace, "teardown", 15.0
+    body = probe_lws(
+        name, workload_image, replicas=1, size=3, args=(f"--term-delay={delay}s",), grace=30
+    )
+    await create_available(kube, ns, body)
+    before = await group_pods(kube, ns, name)
+    old = {p["metadata"]["uid"] for p in before.values()}
+    recovery, graces, _, _ = await kill_and_follow(kube, e2e, ns, name, before[f"{name}-0-2"], old)
+    record_property("recovery_seconds", round(recovery, 2))
+    print(f"\ngroup of 3 with a {delay:.0f} s shutdown: Ready again in {recovery:.1f} s")
+    assert graces == dict.fromkeys(old, 1), graces
+    assert recovery < delay, recovery
+
+    # A rollout: each old pod goes with its own grace (the StatefulSet controller deletes it).
+    current = await group_pods(kube, ns, name)
+    leader = current[f"{name}-0"]
+    env = [{"name": "ROLLED", "value": "1"}]
+    template = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    template["spec"]["containers"][0]["env"] = env
+    await kube.patch(
+        resource_path(c.API_VERSION, c.PLURAL, namespace=ns, name=name),
+        {"spec": {"leaderWorkerTemplate": {"workerTemplate": template}}},
+    )
+
+    def leader_deleting(objs: Objects) -> bool:
+        pod = objs.get(f"{ns}/{name}-0")
+        return (
+            pod is not None
+            and pod["metadata"]["uid"] == leader["metadata"]["uid"]
+            and bool(pod["metadata"].get("deletionTimestamp"))
+        )
+
+    objs = await wait_pods(kube, ns, name, leader_deleting, "the old leader deleting, rolled")
+    assert objs[f"{ns}/{name}-0"]["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+async def test_a_failed_group_with_grace_pod_waits_for_each_pod_to_stop(
+    kube: Kube, namespace: str, workload_image: str, e2e: E2E
+) -> None:
+    """The annotation ``failed-group-grace-seconds: pod``: a failed group's pods keep their own
+    grace, as upstream deletes them. Pods that take 3 s to stop: every old pod really took its
+    3 s (the StatefulSet waits for each name to be free)."""
+    ns, name, delay = namespace, "graceful", 3.0
+    body = probe_lws(
+        name, workload_image, replicas=1, size=3, args=(f"--term-delay={delay}s",), grace=15
+    )
+    body["metadata"]["annotations"] = {c.FAILED_GROUP_GRACE_ANNOTATION: "pod"}
+    await create_available(kube, ns, body)
+    before = await group_pods(kube, ns, name)
+    old = {p["metadata"]["uid"] for p in before.values()}
+    recovery, graces, deleting, gone = await kill_and_follow(
+        kube, e2e, ns, name, before[f"{name}-0-2"], old
+    )
+    assert graces == dict.fromkeys(old, 15), graces
     assert recovery >= delay
     for uid in old:
-        assert gone[uid] - deleting.get(uid, t0) >= delay - 0.5, (uid, deleting, gone)
+        assert gone[uid] - deleting.get(uid, 0.0) >= delay - 0.5, (uid, deleting, gone)
 
 
 def _resolved(pod: dict[str, Any] | None) -> bool:

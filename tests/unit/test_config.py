@@ -91,6 +91,12 @@ def test_cli_reads_the_file_and_flags_override_it(
     assert run_config(monkeypatch, ["--config", str(path)]).gang_provider == "volcano"
     overridden = run_config(monkeypatch, ["--config", str(path), "--gang-provider", "kubernetes"])
     assert overridden.gang_provider == "kubernetes"
+    assert run_config(monkeypatch, []).failed_group_grace == 1
+    path.write_text(
+        f"apiVersion: {API_VERSION}\nkind: Configuration\n"
+        "groupRecreation:\n  failedGroupGraceSeconds: null\n"
+    )
+    assert run_config(monkeypatch, ["--config", str(path)]).failed_group_grace is None
 
 
 def test_cli_rejects_an_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,7 +124,13 @@ def test_group_recreation_settings() -> None:
     assert config.history_limits == Limits(
         recreations_per_group=2, log_tail_lines=10, log_tail_bytes=512
     )
+    assert parse(HEADER).failed_group_grace == 1
+    grace = {**HEADER, "groupRecreation": {"failedGroupGraceSeconds": 5}}
+    assert parse(grace).failed_group_grace == 5
+    own = {**HEADER, "groupRecreation": {"failedGroupGraceSeconds": None}}
+    assert parse(own).failed_group_grace is None, "null: each pod's own"
     for bad, message in (
+        ({"failedGroupGraceSeconds": 0}, "groupRecreation.failedGroupGraceSeconds: "),
         ({"backoff": {"initialSeconds": -1}}, "groupRecreation.backoff.initialSeconds: "),
         ({"history": {"maxBytes": 2_000_000}}, "groupRecreation.history.maxBytes: "),
         ({"backof": {}}, "groupRecreation.backof: unknown field"),

@@ -97,12 +97,14 @@ def _restart_counts(statuses: Any) -> list[dict[str, Any]]:
 
 
 def project_pod(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What the planners read of a pod: identity, labels, owners, placement, the TPU requests
-    of its containers, readiness, and container and init-container restart counts and
-    terminated states (the evidence of a failure)."""
+    """What the planners read of a pod: identity, labels, owners, placement, its grace period,
+    the TPU requests of its containers, readiness, and container and init-container restart
+    counts and terminated states (the evidence of a failure)."""
     spec = body.get("spec") or {}
     status = body.get("status") or {}
     out_spec: dict[str, Any] = {"nodeName": spec.get("nodeName")}
+    if (grace := spec.get("terminationGracePeriodSeconds")) is not None:
+        out_spec["terminationGracePeriodSeconds"] = grace  # a failed group's teardown
     for key in ("containers", "initContainers"):
         if tpus := _tpu_resources(spec.get(key)):
             out_spec[key] = tpus

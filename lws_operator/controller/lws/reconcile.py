@@ -33,7 +33,7 @@ from lws_operator.plan.lws import gang
 from lws_operator.plan.lws import reconcile as plan
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.history import Limits
-from lws_operator.plan.lws.restart import undecided
+from lws_operator.plan.lws.restart import FAILED_GROUP_GRACE, undecided
 from lws_operator.plan.meta import (
     generation_of,
     is_deleting,
@@ -62,6 +62,7 @@ class Reconciler:
     coverage: EvictionCoverage | None = None
     backoff: Backoff = field(default_factory=Backoff)
     history_limits: Limits = field(default_factory=Limits)
+    failed_group_grace: int | None = FAILED_GROUP_GRACE
     memory: dict[Key, Memory] = field(default_factory=dict)
     executor: Executor = field(init=False)
     settings: plan.Settings = field(init=False)
@@ -69,7 +70,11 @@ class Reconciler:
     def __post_init__(self) -> None:
         self.executor = Executor(self.kube, self.events)
         self.settings = plan.Settings(
-            self.gang_api, self.gang_unavailable, self.backoff, self.history_limits
+            self.gang_api,
+            self.gang_unavailable,
+            self.backoff,
+            self.history_limits,
+            self.failed_group_grace,
         )
 
     def forget(self, key: Key) -> None:

@@ -46,6 +46,7 @@ GROUP_FAILURE = "GroupFailure"
 GROUP_BACKOFF = "GroupBackoff"
 GROUP_RECOVERED = "GroupRecovered"
 REQUEST_INVALID = "InvalidRecreateRequest"
+GRACE_INVALID = "InvalidFailedGroupGrace"
 
 _REQUEST = re.compile(r"^\s*(\d+(?:\s*,\s*\d+)*)\s*(?:@(.*))?$")
 

@@ -33,7 +33,13 @@ from lws_operator.plan.lws.groups import Group, made_by_groups
 from lws_operator.plan.lws.history import History, HistoryWrite, Limits, parse_history
 from lws_operator.plan.lws.leader import LeaderStep, foreign_leader, leader_inputs, plan_leader
 from lws_operator.plan.lws.observed import Observed
-from lws_operator.plan.lws.restart import Recreate, group_deletion, plan_recreations, stuck_pods
+from lws_operator.plan.lws.restart import (
+    FAILED_GROUP_GRACE,
+    Recreate,
+    group_deletion,
+    plan_recreations,
+    stuck_pods,
+)
 from lws_operator.plan.lws.rollout import plan_rollout, rollout_input
 from lws_operator.plan.lws.services import (
     missing_shared_service,
@@ -122,6 +128,8 @@ class Settings:
     once on each LWS, run without gangs."""
     backoff: Backoff = field(default_factory=Backoff)
     history_limits: Limits = field(default_factory=Limits)
+    failed_group_grace: int | None = FAILED_GROUP_GRACE
+    """Seconds a failed group's pods get to stop (None: their own; plan/lws/recovery.py)."""
 
 
 # ---- the steps -------------------------------------------------------------------------------
@@ -321,6 +329,7 @@ def ask(
         backoff=settings.backoff,
         limits=settings.history_limits,
         now=now,
+        failed_group_grace=settings.failed_group_grace,
     )
     return Broken(recreations.dropped, situation, recovery.ask(situation))
 
@@ -498,7 +507,7 @@ class _Planner:
         self.add(*(Post(e) for e in (*a.decided.events, *recording.events)))
         plans = recovery.to_recreate(a)
         for plan in plans:
-            deletion = group_deletion(plan.leader, plan.workers, plan.members)
+            deletion = recovery.deletion(a, plan)
             self.add(DeleteGroup(plan.index, deletion, settle=plan.lost, recreated=plan))
         return recording.history.failed_groups, {p.index for p in plans}
 

@@ -21,11 +21,22 @@ from lws_operator.plan.events import warning as warning_event
 from lws_operator.plan.lws import failures
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.evidence import LogRequest, collect
-from lws_operator.plan.lws.failures import REQUEST_INVALID, Evidence, FailureDecisions
+from lws_operator.plan.lws.failures import (
+    GRACE_INVALID,
+    REQUEST_INVALID,
+    Evidence,
+    FailureDecisions,
+)
 from lws_operator.plan.lws.groups import Group, Obj
 from lws_operator.plan.lws.history import History, HistoryWrite, Limits, not_owned, plan_write
 from lws_operator.plan.lws.nodehealth import NodeProblem, node_problems
-from lws_operator.plan.lws.restart import Recreate
+from lws_operator.plan.lws.restart import (
+    FAILED_GROUP_GRACE,
+    Recreate,
+    failed_group_grace,
+    group_deletion,
+)
+from lws_operator.plan.writes import Write
 
 Report = tuple[tuple[str, ...], Event]
 """A Warning reported once per LWS, by what it is about."""
@@ -47,6 +58,9 @@ class Situation:
     backoff: Backoff
     limits: Limits
     now: datetime.datetime
+    failed_group_grace: int | None = FAILED_GROUP_GRACE
+    """The operator's configuration: seconds a failed group's pods get to stop (None: their
+    own), unless the LWS's annotation says otherwise (plan/lws/restart.failed_group_grace)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,8 @@ class Ask:
     """The recreation request carried out by this pass (recorded in the history)."""
     retry: float | None
     """Seconds after which to look again (a backoff ending), if any."""
+    grace: int | None = FAILED_GROUP_GRACE
+    """Seconds a failed group's pods get to stop, for this LWS (None: their own)."""
 
 
 def ask(s: Situation) -> Ask:
@@ -71,6 +87,9 @@ def ask(s: Situation) -> Ask:
     request, invalid = failures.parse_request(s.annotations, s.history.handled_request)
     if invalid is not None:
         reports.append((("request", invalid), warning_event(REQUEST_INVALID, "Reconcile", invalid)))
+    grace, bad_grace = failed_group_grace(s.annotations, s.failed_group_grace)
+    if bad_grace is not None:
+        reports.append((("grace", bad_grace), warning_event(GRACE_INVALID, "Reconcile", bad_grace)))
     decided = failures.decide_failures(
         planned=s.planned,
         requests=failures.requested(request, s.groups),
@@ -90,6 +109,7 @@ def ask(s: Situation) -> Ask:
         handled_request=request.value if request is not None else s.history.handled_request,
         # A hair after the backoff ends, so the pass that comes finds it over.
         retry=None if decided.retry is None else decided.retry + 0.05,
+        grace=grace,
     )
 
 
@@ -187,6 +207,15 @@ def record_key(s: Situation, a: Ask) -> tuple[object, ...]:
 def history_report(history: History) -> Report | None:
     """A ConfigMap of the history's name that is not ours: reported, never written."""
     return None if history.owned else (("history", history.name), not_owned(history.name))
+
+
+def deletion(a: Ask, plan: Recreate) -> tuple[Write, ...]:
+    """The deletion of ``plan``'s group (plan/lws/restart.group_deletion). A failed group's
+    pods get the failed-group grace: once one member has failed the collective is broken, and
+    the others' graceful stop serves nothing but delays the new group. A requested recreation
+    gives each pod its own, as a rollout, a scale-down or a user's deletion does."""
+    grace = None if plan.why == "requested" else a.grace
+    return group_deletion(plan.leader, plan.workers, plan.members, grace=grace)
 
 
 def to_recreate(a: Ask) -> tuple[Recreate, ...]:

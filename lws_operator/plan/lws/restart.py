@@ -86,23 +86,69 @@ def undecided(lost: tuple[Lost, ...], decided: set[str]) -> tuple[tuple[Lost, ..
     return (tuple(r for r in lost if r.uid not in kept) if kept else lost), kept
 
 
-def group_deletion(leader: Obj, workers: Obj | None, members: Sequence[Obj]) -> tuple[Write, ...]:
+FAILED_GROUP_GRACE = 1
+"""Seconds a failed group's pods are given to stop, by default (docs/compatibility.md)."""
+
+
+def failed_group_grace(
+    annotations: Mapping[str, str], configured: int | None
+) -> tuple[int | None, str | None]:
+    """The grace period of a failed group's pods for this LWS: its annotation
+    ``lws-operator.x-k8s.io/failed-group-grace-seconds`` (seconds >= 1, or ``pod``: each pod's
+    own), else the operator's configuration (None: each pod's own); and an error naming the
+    annotation when its value is not one of those (the configuration applies meanwhile). Not
+    0: a pod deleted with no grace is removed before its containers are stopped, and its
+    replacement, of the same name, could run beside them."""
+    value = annotations.get(c.FAILED_GROUP_GRACE_ANNOTATION)
+    if value is None:
+        return configured, None
+    if value == "pod":
+        return None, None
+    if value.isdigit() and int(value) >= 1:
+        return int(value), None
+    return configured, (
+        f"metadata.annotations[{c.FAILED_GROUP_GRACE_ANNOTATION}]: Invalid value: {value!r}: "
+        'must be a whole number of seconds >= 1, or "pod" (each pod\'s own '
+        "terminationGracePeriodSeconds)"
+    )
+
+
+def group_deletion(
+    leader: Obj, workers: Obj | None, members: Sequence[Obj], grace: int | None = None
+) -> tuple[Write, ...]:
     """The deletion of a group whole, in order: its leader first, the commit point (its
     StatefulSet makes a new one at once; if it fails nothing else is touched, so the next
     pass still sees the failure), then together the worker StatefulSet, in the foreground
     (it stays, and makes no pod, until its pods are gone: Kueue ungates at once a pod whose
     StatefulSet it cannot find), and the worker pods not already going (so they start
     terminating now). Each only the object seen (its uid). Upstream deletes the leader in
-    the foreground and waits for every dependent to be gone."""
+    the foreground and waits for every dependent to be gone.
+
+    ``grace``: the pods' grace period, never longer than a pod's own
+    (``terminationGracePeriodSeconds``); None gives each its own."""
 
     def delete(kind: str, obj: Obj, propagation: Literal["Background", "Foreground"]) -> Write:
-        return Write("delete", kind, name_of(obj), uid=uid_of(obj), propagation=propagation)
+        seconds = None if grace is None or kind != "Pod" else min(grace, _own_grace(obj))
+        return Write(
+            "delete",
+            kind,
+            name_of(obj),
+            uid=uid_of(obj),
+            propagation=propagation,
+            grace_seconds=seconds,
+        )
 
     rest = [delete("StatefulSet", workers, "Foreground")] if workers is not None else []
     rest += [
         delete("Pod", p, "Background") for p in members if p is not leader and not is_deleting(p)
     ]
     return (delete("Pod", leader, "Background"), *rest)
+
+
+def _own_grace(pod: Obj) -> int:
+    """A pod's terminationGracePeriodSeconds (the API server's default: 30)."""
+    own = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return own if isinstance(own, int) else 30
 
 
 @dataclass(frozen=True)

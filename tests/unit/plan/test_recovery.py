@@ -12,7 +12,7 @@ from lws_operator.api import constants as c
 from lws_operator.plan.lws import recovery
 from lws_operator.plan.lws.backoff import Backoff
 from lws_operator.plan.lws.evidence import log_unavailable
-from lws_operator.plan.lws.failures import REQUEST_INVALID, FailureDecisions
+from lws_operator.plan.lws.failures import GRACE_INVALID, REQUEST_INVALID, FailureDecisions
 from lws_operator.plan.lws.groups import Group
 from lws_operator.plan.lws.history import History, Limits
 from lws_operator.plan.lws.restart import Recreate
@@ -87,6 +87,31 @@ def test_a_crashed_group_asks_for_its_log_tail_then_records_it_before_its_recrea
     assert rec.write is not None and rec.history.groups[0].restarts == 1
     assert [e.reason for e in rec.events] == ["GroupFailure"]
     assert recovery.to_recreate(a) == (plan,)
+
+
+def test_a_failed_group_is_torn_down_within_the_failed_group_grace() -> None:
+    """Its pods get the configured grace (1 s by default), or the annotation's; a requested
+    recreation gives each pod its own, as a rollout does."""
+    _, plan = broken(0)
+
+    def graces(annotations: dict[str, str], **kw: Any) -> set[int | None]:
+        a = recovery.ask(replace(situation(annotations=annotations), **kw))
+        return {w.grace_seconds for w in recovery.deletion(a, plan) if w.kind == "Pod"}
+
+    assert graces({}) == {1}
+    assert graces({}, failed_group_grace=None) == {None}
+    assert graces({c.FAILED_GROUP_GRACE_ANNOTATION: "5"}) == {5}
+    assert graces({c.FAILED_GROUP_GRACE_ANNOTATION: "pod"}) == {None}
+    requested = replace(plan, why="requested")
+    a = recovery.ask(situation())
+    assert {w.grace_seconds for w in recovery.deletion(a, requested)} == {None}
+
+
+def test_a_bad_failed_group_grace_is_reported_and_the_configuration_applies() -> None:
+    a = recovery.ask(situation(annotations={c.FAILED_GROUP_GRACE_ANNOTATION: "0"}))
+    ((about, event),) = a.reports
+    assert about[0] == "grace" and event.reason == GRACE_INVALID and event.type == "Warning"
+    assert c.FAILED_GROUP_GRACE_ANNOTATION in event.note and a.grace == 1
 
 
 def test_a_log_that_cannot_be_read_is_recorded_as_why_not() -> None:

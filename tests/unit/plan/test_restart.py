@@ -1,6 +1,7 @@
 import datetime
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -346,3 +347,33 @@ def test_a_group_is_deleted_leader_first_then_the_rest_each_by_its_uid() -> None
         ("delete", "Pod", "lws-0-3", "lws-0-3-uid", "Background"),
     ]
     assert [w.name for w in group_deletion(leader, None, (leader,))] == ["lws-0"]
+    # A grace: each pod's never longer than its own (30 s when unset); none for the sts.
+    leader["spec"] = {"terminationGracePeriodSeconds": 0}
+    members[3]["spec"] = {"terminationGracePeriodSeconds": 10}
+    graces = [(w.name, w.grace_seconds) for w in group_deletion(leader, sts, members, grace=5)]
+    assert graces == [("lws-0", 0), ("lws-0-sts", None), ("lws-0-1", 5), ("lws-0-3", 5)]
+    assert {w.grace_seconds for w in group_deletion(leader, sts, members)} == {None}
+
+
+@pytest.mark.parametrize(
+    ("value", "configured", "want"),
+    [(None, 1, 1), (None, None, None), ("pod", 1, None), ("7", 1, 7), ("1", None, 1)],
+)
+def test_failed_group_grace_from_the_annotation_or_the_configuration(
+    value: str | None, configured: int | None, want: int | None
+) -> None:
+    from lws_operator.plan.lws.restart import failed_group_grace
+
+    annotations = {} if value is None else {c.FAILED_GROUP_GRACE_ANNOTATION: value}
+    assert failed_group_grace(annotations, configured) == (want, None)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "1s", "", "Pod"])
+def test_an_invalid_failed_group_grace_is_named_and_the_configuration_applies(value: str) -> None:
+    from lws_operator.plan.lws.restart import failed_group_grace
+
+    grace, error = failed_group_grace({c.FAILED_GROUP_GRACE_ANNOTATION: value}, 3)
+    assert grace == 3 and error is not None
+    assert error.startswith(
+        f"metadata.annotations[{c.FAILED_GROUP_GRACE_ANNOTATION}]: Invalid value: {value!r}: "
+    )
