@@ -71,6 +71,8 @@ class Timeline:
     deleting: dict[str, float] = field(default_factory=dict)
     """Old pods: when each was first seen marked for deletion (or gone without it)."""
     gone: dict[str, float] = field(default_factory=dict)
+    grace: dict[str, int] = field(default_factory=dict)
+    """Old pods: the shortest grace period they were seen deleted with."""
     new: dict[str, dict[str, float]] = field(default_factory=dict)
     """New pods by uid: when each reached each of ``NEW_POD_PHASES``."""
     names: dict[str, str] = field(default_factory=dict)
@@ -95,6 +97,8 @@ class Timeline:
                 self.gone.setdefault(uid, now)
             elif pod["metadata"].get("deletionTimestamp"):
                 self.deleting.setdefault(uid, now)
+                if (grace := pod["metadata"].get("deletionGracePeriodSeconds")) is not None:
+                    self.grace[uid] = min(self.grace.get(uid, grace), grace)
         self.replaced |= self.new.keys() - present.keys()
         for uid, pod in present.items():
             if uid in self.old:
@@ -137,6 +141,7 @@ class Timeline:
                     "name": pod["metadata"]["name"],
                     "old": True,
                     "victim": uid == self.victim,
+                    "grace": self.grace.get(uid),
                     **{k: round(v, 3) for k, v in ends.items() if v is not None},
                 }
             )

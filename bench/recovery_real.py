@@ -403,6 +403,14 @@ STEP_COLOURS = (
 )
 
 
+def _pod_label(pod: dict[str, Any]) -> str:
+    """ "old NAME (grace N s)" or "new NAME"."""
+    if not pod["old"]:
+        return f"new {pod['name']}"
+    grace = pod.get("grace")
+    return f"old {pod['name']}" + ("" if grace is None else f" (grace {grace} s)")
+
+
 def timeline_chart(results: list[dict[str, Any]]) -> None:
     """recovery-real.png: for each shutdown and controller, the run with the median Ready time,
     one bar per pod: an old pod until it is marked for deletion (grey) and while it terminates
@@ -445,9 +453,7 @@ def timeline_chart(results: list[dict[str, Any]]) -> None:
             if key in run:
                 ax.axvline(run[key], color="black", linestyle=style, linewidth=1)
         ax.set_yticks(range(len(pods)))
-        ax.set_yticklabels(
-            [f"{'old' if p['old'] else 'new'} {p['name']}" for p in pods], fontsize=7
-        )
+        ax.set_yticklabels([_pod_label(p) for p in pods], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlim(0, horizon)
         ax.set_title(f"{title}: Ready at {run['ready_s']:.2f} s", fontsize=9)

@@ -21,6 +21,7 @@ def pod(
     meta: dict[str, Any] = {"name": name, "uid": uid}
     if deleting:
         meta["deletionTimestamp"] = "2026-12-07T00:00:00Z"
+        meta["deletionGracePeriodSeconds"] = 1
     conditions = [
         {"type": "PodReadyToStartContainers", "status": str(sandbox)},
         {"type": "Ready", "status": str(ready)},
@@ -85,7 +86,14 @@ def test_a_recovery_step_by_step() -> None:
         ("g-0", False),
         ("g-0-1", False),
     ]
-    assert rows[1] == {"name": "g-0-1", "old": True, "victim": True, "deleting": 1.5, "gone": 2.0}
+    assert rows[1] == {
+        "name": "g-0-1",
+        "old": True,
+        "victim": True,
+        "grace": 1,
+        "deleting": 1.5,
+        "gone": 2.0,
+    }
     assert rows[3]["sandbox"] == 3.0 and rows[3]["ready"] == 3.4
 
 
