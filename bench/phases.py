@@ -72,7 +72,8 @@ class Timeline:
     """Old pods: when each was first seen marked for deletion (or gone without it)."""
     gone: dict[str, float] = field(default_factory=dict)
     grace: dict[str, int] = field(default_factory=dict)
-    """Old pods: the shortest grace period they were seen deleted with."""
+    """Old pods: the grace period they were first seen deleted with (the kubelet's final
+    deletion, once it has stopped a pod, shows 0)."""
     new: dict[str, dict[str, float]] = field(default_factory=dict)
     """New pods by uid: when each reached each of ``NEW_POD_PHASES``."""
     names: dict[str, str] = field(default_factory=dict)
@@ -98,7 +99,7 @@ class Timeline:
             elif pod["metadata"].get("deletionTimestamp"):
                 self.deleting.setdefault(uid, now)
                 if (grace := pod["metadata"].get("deletionGracePeriodSeconds")) is not None:
-                    self.grace[uid] = min(self.grace.get(uid, grace), grace)
+                    self.grace.setdefault(uid, grace)
         self.replaced |= self.new.keys() - present.keys()
         for uid, pod in present.items():
             if uid in self.old:

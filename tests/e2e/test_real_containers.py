@@ -191,8 +191,8 @@ async def kill_and_follow(
 ) -> tuple[float, dict[str, int], dict[str, float], dict[str, float]]:
     """Kill ``victim``'s container from the host and follow the group's pods (a watch listed
     before the kill) until it is Ready again with all-new pods: the seconds that took, and for
-    each old pod the grace it was deleted with (the shortest seen), when it was first seen
-    deleting and when gone."""
+    each old pod the grace it was deleted with, when it was first seen deleting and when
+    gone."""
     graces: dict[str, int] = {}
     deleting: dict[str, float] = {}
     gone: dict[str, float] = {}
@@ -203,8 +203,8 @@ async def kill_and_follow(
         for uid, p in live.items():
             if uid in old and p["metadata"].get("deletionTimestamp"):
                 deleting.setdefault(uid, now)
-                grace = p["metadata"].get("deletionGracePeriodSeconds")
-                graces[uid] = min(graces.get(uid, grace), grace)
+                # The first seen: the kubelet's final deletion, once a pod stopped, shows 0.
+                graces.setdefault(uid, p["metadata"].get("deletionGracePeriodSeconds"))
         for uid in old - set(live):
             gone.setdefault(uid, now)
         fresh = [p for p in live.values() if p["metadata"]["uid"] not in old]
