@@ -127,24 +127,23 @@ class Steps:
             await self._post(event)
 
     async def _delete_group(self, step: plan.DeleteGroup) -> None:
-        deletion = step.deletion
-        await self._send(deletion.leader)
+        first, *rest = step.writes
+        await self._send(first)
         self.memory.lost_decided |= step.settle
-        for stage in (deletion.pods, deletion.rest):
-            results = await asyncio.gather(*map(self._send, stage), return_exceptions=True)
-            for write, result in zip(stage, results, strict=True):
-                if isinstance(result, ApiError):
-                    log.warning(
-                        "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
-                        "the old leader",
-                        self.ns,
-                        self.name,
-                        write.name,
-                        result.message,
-                        extra={"group": step.index},
-                    )
-                elif isinstance(result, BaseException):
-                    raise result
+        results = await asyncio.gather(*map(self._send, rest), return_exceptions=True)
+        for write, result in zip(rest, results, strict=True):
+            if isinstance(result, ApiError):
+                log.warning(
+                    "%s/%s: deleting %s failed (%s); the garbage collector removes it with "
+                    "the old leader",
+                    self.ns,
+                    self.name,
+                    write.name,
+                    result.message,
+                    extra={"group": step.index},
+                )
+            elif isinstance(result, BaseException):
+                raise result
         if (done := step.recreated) is not None:
             since = self.events_at.get(done.index)
             reaction = None if since is None else time.monotonic() - since

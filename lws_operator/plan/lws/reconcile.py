@@ -35,7 +35,6 @@ from lws_operator.plan.lws.leader import LeaderStep, foreign_leader, leader_inpu
 from lws_operator.plan.lws.observed import Observed
 from lws_operator.plan.lws.restart import (
     FAILED_GROUP_GRACE,
-    GroupDeletion,
     Recreate,
     group_deletion,
     plan_recreations,
@@ -166,20 +165,15 @@ class Cover:
 
 @dataclass(frozen=True)
 class DeleteGroup:
-    """Delete a group whole, in the stages of plan/lws/restart.GroupDeletion: the leader is the
-    commit point (a refusal ends the pass, nothing else touched); then ``settle`` is decided,
-    and the pods, then the rest, each stage's writes together, a refusal of those only logged
-    (the garbage collector removes them with the old leader). ``recreated``: reported as
-    recreated once done."""
+    """Delete a group whole (plan/lws/restart.group_deletion): the first write is the commit
+    point (a refusal ends the pass, nothing else touched); then ``settle`` is decided, and the
+    rest go together, a refusal of those only logged (the garbage collector removes them with
+    the old leader). ``recreated``: reported as recreated once done."""
 
     index: int
-    deletion: GroupDeletion
+    writes: tuple[Write, ...]
     settle: frozenset[str] = frozenset()
     recreated: Recreate | None = None
-
-    @property
-    def writes(self) -> tuple[Write, ...]:
-        return self.deletion.writes
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,11 @@ from lws_operator.plan.lws.history import History, HistoryWrite, Limits, not_own
 from lws_operator.plan.lws.nodehealth import NodeProblem, node_problems
 from lws_operator.plan.lws.restart import (
     FAILED_GROUP_GRACE,
-    GroupDeletion,
     Recreate,
     failed_group_grace,
     group_deletion,
 )
+from lws_operator.plan.writes import Write
 
 Report = tuple[tuple[str, ...], Event]
 """A Warning reported once per LWS, by what it is about."""
@@ -209,7 +209,7 @@ def history_report(history: History) -> Report | None:
     return None if history.owned else (("history", history.name), not_owned(history.name))
 
 
-def deletion(a: Ask, plan: Recreate) -> GroupDeletion:
+def deletion(a: Ask, plan: Recreate) -> tuple[Write, ...]:
     """The deletion of ``plan``'s group (plan/lws/restart.group_deletion). A failed group's
     pods get the failed-group grace: once one member has failed the collective is broken, and
     the others' graceful stop serves nothing but delays the new group. A requested recreation

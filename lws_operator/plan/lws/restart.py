@@ -113,33 +113,16 @@ def failed_group_grace(
     )
 
 
-@dataclass(frozen=True)
-class GroupDeletion:
-    """The writes that delete a group, in three stages: ``leader``, the commit point, alone;
-    then its ``pods`` together; then the ``rest`` together, once the pods' deletions are
-    accepted. A pod keeps the grace period of its first deletion (a later, shorter one does
-    not cut short a stop already under way), so the pods go before the worker StatefulSet,
-    whose deletion has the garbage collector delete them with their own."""
-
-    leader: Write
-    pods: tuple[Write, ...] = ()
-    rest: tuple[Write, ...] = ()
-
-    @property
-    def writes(self) -> tuple[Write, ...]:
-        return (self.leader, *self.pods, *self.rest)
-
-
 def group_deletion(
     leader: Obj, workers: Obj | None, members: Sequence[Obj], grace: int | None = None
-) -> GroupDeletion:
-    """The deletion of a group whole: its leader first, the commit point (its StatefulSet
-    makes a new one at once; if it fails nothing else is touched, so the next pass still sees
-    the failure), then the worker pods not already going (so they start terminating now),
-    then the worker StatefulSet, in the foreground (it stays, and makes no pod, until its
-    pods are gone: Kueue ungates at once a pod whose StatefulSet it cannot find). Each only
-    the object seen (its uid). Upstream deletes the leader in the foreground and waits for
-    every dependent to be gone.
+) -> tuple[Write, ...]:
+    """The deletion of a group whole, in order: its leader first, the commit point (its
+    StatefulSet makes a new one at once; if it fails nothing else is touched, so the next
+    pass still sees the failure), then together the worker StatefulSet, in the foreground
+    (it stays, and makes no pod, until its pods are gone: Kueue ungates at once a pod whose
+    StatefulSet it cannot find), and the worker pods not already going (so they start
+    terminating now). Each only the object seen (its uid). Upstream deletes the leader in
+    the foreground and waits for every dependent to be gone.
 
     ``grace``: the pods' grace period, never longer than a pod's own
     (``terminationGracePeriodSeconds``); None gives each its own."""
@@ -155,15 +138,11 @@ def group_deletion(
             grace_seconds=seconds,
         )
 
-    return GroupDeletion(
-        leader=delete("Pod", leader, "Background"),
-        pods=tuple(
-            delete("Pod", p, "Background")
-            for p in members
-            if p is not leader and not is_deleting(p)
-        ),
-        rest=(delete("StatefulSet", workers, "Foreground"),) if workers is not None else (),
-    )
+    rest = [delete("StatefulSet", workers, "Foreground")] if workers is not None else []
+    rest += [
+        delete("Pod", p, "Background") for p in members if p is not leader and not is_deleting(p)
+    ]
+    return (delete("Pod", leader, "Background"), *rest)
 
 
 def _own_grace(pod: Obj) -> int:

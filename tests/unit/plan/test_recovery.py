@@ -96,7 +96,7 @@ def test_a_failed_group_is_torn_down_within_the_failed_group_grace() -> None:
 
     def graces(annotations: dict[str, str], **kw: Any) -> set[int | None]:
         a = recovery.ask(replace(situation(annotations=annotations), **kw))
-        return {w.grace_seconds for w in recovery.deletion(a, plan).writes if w.kind == "Pod"}
+        return {w.grace_seconds for w in recovery.deletion(a, plan) if w.kind == "Pod"}
 
     assert graces({}) == {1}
     assert graces({}, failed_group_grace=None) == {None}
@@ -104,7 +104,7 @@ def test_a_failed_group_is_torn_down_within_the_failed_group_grace() -> None:
     assert graces({c.FAILED_GROUP_GRACE_ANNOTATION: "pod"}) == {None}
     requested = replace(plan, why="requested")
     a = recovery.ask(situation())
-    assert {w.grace_seconds for w in recovery.deletion(a, requested).writes} == {None}
+    assert {w.grace_seconds for w in recovery.deletion(a, requested)} == {None}
 
 
 def test_a_bad_failed_group_grace_is_reported_and_the_configuration_applies() -> None:

@@ -337,29 +337,22 @@ def test_a_group_is_deleted_leader_first_then_the_rest_each_by_its_uid() -> None
 
     leader, sts = obj("lws-0"), obj("lws-0-sts")
     members = (leader, obj("lws-0-1"), obj("lws-0-2", deleting=True), obj("lws-0-3"))
-    deletion = group_deletion(leader, sts, members)
-    got = [(w.verb, w.kind, w.name, w.uid, w.propagation) for w in deletion.writes]
+    got = [
+        (w.verb, w.kind, w.name, w.uid, w.propagation) for w in group_deletion(leader, sts, members)
+    ]
     assert got == [
         ("delete", "Pod", "lws-0", "lws-0-uid", "Background"),
+        ("delete", "StatefulSet", "lws-0-sts", "lws-0-sts-uid", "Foreground"),
         ("delete", "Pod", "lws-0-1", "lws-0-1-uid", "Background"),
         ("delete", "Pod", "lws-0-3", "lws-0-3-uid", "Background"),
-        ("delete", "StatefulSet", "lws-0-sts", "lws-0-sts-uid", "Foreground"),
     ]
-    # The stages: the leader alone, then the pods, then the StatefulSet.
-    assert deletion.leader.name == "lws-0" and [w.name for w in deletion.pods] == [
-        "lws-0-1",
-        "lws-0-3",
-    ]
-    assert [w.kind for w in deletion.rest] == ["StatefulSet"]
-    assert [w.name for w in group_deletion(leader, None, (leader,)).writes] == ["lws-0"]
+    assert [w.name for w in group_deletion(leader, None, (leader,))] == ["lws-0"]
     # A grace: each pod's never longer than its own (30 s when unset); none for the sts.
     leader["spec"] = {"terminationGracePeriodSeconds": 0}
     members[3]["spec"] = {"terminationGracePeriodSeconds": 10}
-    graces = [
-        (w.name, w.grace_seconds) for w in group_deletion(leader, sts, members, grace=5).writes
-    ]
-    assert graces == [("lws-0", 0), ("lws-0-1", 5), ("lws-0-3", 5), ("lws-0-sts", None)]
-    assert {w.grace_seconds for w in group_deletion(leader, sts, members).writes} == {None}
+    graces = [(w.name, w.grace_seconds) for w in group_deletion(leader, sts, members, grace=5)]
+    assert graces == [("lws-0", 0), ("lws-0-sts", None), ("lws-0-1", 5), ("lws-0-3", 5)]
+    assert {w.grace_seconds for w in group_deletion(leader, sts, members)} == {None}
 
 
 @pytest.mark.parametrize(

@@ -51,16 +51,15 @@ async def _recreate(kube: _Kube, events: _Events, recreate: Recreate) -> None:
     steps = Steps(
         r.executor, r.events, None, r.metrics, ("ns", "lws"), body, reconcile.Memory(), {}
     )
-    deletion = group_deletion(recreate.leader, recreate.workers, recreate.members)
-    await steps._take(DeleteGroup(recreate.index, deletion, recreated=recreate))
+    writes = group_deletion(recreate.leader, recreate.workers, recreate.members)
+    await steps._take(DeleteGroup(recreate.index, writes, recreated=recreate))
 
 
-LEADER = _obj("lws-1")
 PLAN = Recreate(
     index=1,
-    leader=LEADER,
+    leader=_obj("lws-1"),
     workers=_obj("lws-1-sts"),
-    members=(LEADER, _obj("lws-1-1"), _obj("lws-1-2")),
+    members=(_obj("lws-1"), _obj("lws-1-1"), _obj("lws-1-2")),
     culprit="lws-1-1",
     why="restarted",
 )
@@ -76,5 +75,5 @@ async def test_nothing_else_is_deleted_when_the_leader_deletion_fails() -> None:
 async def test_the_leader_goes_first_and_the_rest_is_best_effort() -> None:
     kube, events = _Kube(refuse={"lws-1-2"}), _Events()
     await _recreate(kube, events, PLAN)
-    assert kube.deleted == ["lws-1", "lws-1-1", "lws-1-sts"], "leader, pods, then StatefulSet"
+    assert kube.deleted[0] == "lws-1" and set(kube.deleted) == {"lws-1", "lws-1-sts", "lws-1-1"}
     assert events.reasons == ["RecreateGroup"]
