@@ -47,8 +47,9 @@ from lws_operator.plan.lws.groups import Group, tally
 log = logging.getLogger(__name__)
 
 CONTROLLER = "leaderworkerset"
-# controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics).
+# A recovery's reaction (lws_group_recreation_reaction_seconds): milliseconds to seconds.
 REACTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics).
 RECONCILE_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
     *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15),
